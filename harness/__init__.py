@@ -1,0 +1,1 @@
+"""eBPF-assisted benchmarking harness."""
