@@ -1,0 +1,222 @@
+//! Netty's `HashedWheelTimer` as lettuce uses it to expire commands since 6.3.2.
+
+mod buckets;
+mod worker;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_queue::SegQueue;
+
+use crate::counter::Counter;
+use crate::executor::OffloadPool;
+use crate::handle::TimerHandle;
+use crate::state::TimeoutState;
+use crate::threads::{self, Callback};
+use worker::{Expirer, Worker};
+
+/// Wheel parameters; the defaults are Netty's (and lettuce's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WheelConfig {
+    /// Time between ticks; a timeout expires up to one tick after its deadline.
+    pub tick: Duration,
+    /// Buckets in the wheel, rounded up to a power of two.
+    pub wheel_size: usize,
+    /// New timeouts moved into buckets per tick at most (Netty's hard-coded 100,000),
+    /// so a thread registering in a loop cannot stall the worker.
+    pub max_transfers_per_tick: usize,
+    pub expiry: Expiry,
+}
+
+impl Default for WheelConfig {
+    fn default() -> Self {
+        Self {
+            tick: Duration::from_millis(100),
+            wheel_size: 512,
+            max_transfers_per_tick: 100_000,
+            expiry: Expiry::OnWorker,
+        }
+    }
+}
+
+/// Where the expiry callback runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// On the wheel's worker thread, as Netty runs a `TimerTask`.
+    OnWorker,
+    /// On a pool of `threads` threads named `wheel-offload-N`: lettuce 6.3.2's timer task
+    /// only submits the expiry to its `EventExecutorGroup`.
+    Offload { threads: usize },
+}
+
+/// What the registering, cancelling and worker threads share about one timeout: Netty's
+/// `HashedWheelTimeout` minus the fields only the worker touches.
+#[derive(Debug)]
+struct WheelTimeout {
+    state: TimeoutState,
+    /// The slab key of the timeout's bucket entry, or [`NOT_IN_BUCKET`]. Only the worker
+    /// reads or writes it (Netty's `bucket` field); it is atomic only to be `Sync`.
+    slot: AtomicUsize,
+}
+
+const NOT_IN_BUCKET: usize = usize::MAX;
+
+/// A registered timeout on its way to the worker (Netty's `timeouts` queue).
+struct Pending<T> {
+    deadline: Instant,
+    timeout: Arc<WheelTimeout>,
+    task: T,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    registered: Counter,
+    cancelled: Counter,
+    fired: Counter,
+    ticks: Counter,
+    transferred: Counter,
+    cancelled_unlinked: Counter,
+}
+
+/// The part of the timer cancel handles need; it holds no task, so handles never keep
+/// tasks alive.
+#[derive(Debug, Default)]
+struct Core {
+    /// Netty's `cancelledTimeouts`, drained by the worker at the start of each tick.
+    cancelled: SegQueue<Arc<WheelTimeout>>,
+    stopped: AtomicBool,
+    counters: Counters,
+}
+
+/// A timer wheel with one worker thread named `wheel-worker`.
+pub struct HashedWheelTimer<T> {
+    new_timeouts: Arc<SegQueue<Pending<T>>>,
+    core: Arc<Core>,
+    executor_wakeups: Option<Arc<Counter>>,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl<T: Send + 'static> HashedWheelTimer<T> {
+    /// Starts the worker (and the offload pool, if configured). Ticks count from now.
+    ///
+    /// # Panics
+    /// If `tick` is zero, `wheel_size` is zero or above 2^30 (Netty's limits),
+    /// `max_transfers_per_tick` is zero, or an offload pool has zero threads.
+    pub fn new(config: WheelConfig, on_expire: impl Fn(T) + Send + Sync + 'static) -> Self {
+        assert!(!config.tick.is_zero(), "tick must be positive");
+        assert!(
+            (1..=1 << 30).contains(&config.wheel_size),
+            "wheel_size must be in 1..=2^30"
+        );
+        assert!(
+            config.max_transfers_per_tick > 0,
+            "max_transfers_per_tick must be positive"
+        );
+        let core = Arc::new(Core::default());
+        let new_timeouts = Arc::new(SegQueue::new());
+        let fire: Callback<T> = {
+            let core = Arc::clone(&core);
+            Arc::new(move |task| {
+                on_expire(task);
+                core.counters.fired.inc();
+            })
+        };
+        let (expirer, executor_wakeups) = match config.expiry {
+            Expiry::OnWorker => (Expirer::OnWorker(fire), None),
+            Expiry::Offload { threads } => {
+                let wakeups = Arc::new(Counter::default());
+                let pool = OffloadPool::new("wheel-offload", threads, fire, Arc::clone(&wakeups));
+                (Expirer::Offload(pool), Some(wakeups))
+            }
+        };
+        let worker = Worker::new(
+            &config,
+            Instant::now(),
+            Arc::clone(&new_timeouts),
+            Arc::clone(&core),
+            expirer,
+        );
+        Self {
+            new_timeouts,
+            core,
+            executor_wakeups,
+            worker: Some(threads::spawn_named("wheel-worker".into(), move || {
+                worker.run()
+            })),
+        }
+    }
+
+    /// Registers `task` to expire at `deadline` (Netty's `newTimeout`): a lock-free push;
+    /// the worker places it into a bucket on its next tick.
+    pub fn new_timeout(&self, deadline: Instant, task: T) -> TimerHandle {
+        let timeout = Arc::new(WheelTimeout {
+            state: TimeoutState::new(),
+            slot: AtomicUsize::new(NOT_IN_BUCKET),
+        });
+        self.core.counters.registered.inc();
+        self.new_timeouts.push(Pending {
+            deadline,
+            timeout: Arc::clone(&timeout),
+            task,
+        });
+        WheelCancel {
+            timeout,
+            core: Arc::clone(&self.core),
+        }
+        .into()
+    }
+
+    /// `registered`, `cancelled`, `fired`, `ticks`, `transferred`, `cancelled_unlinked`,
+    /// and in offload mode `executor_wakeups`.
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        let counters = &self.core.counters;
+        let mut out = vec![
+            ("registered", counters.registered.get()),
+            ("cancelled", counters.cancelled.get()),
+            ("fired", counters.fired.get()),
+            ("ticks", counters.ticks.get()),
+            ("transferred", counters.transferred.get()),
+            ("cancelled_unlinked", counters.cancelled_unlinked.get()),
+        ];
+        if let Some(wakeups) = &self.executor_wakeups {
+            out.push(("executor_wakeups", wakeups.get()));
+        }
+        out
+    }
+}
+
+impl<T> Drop for HashedWheelTimer<T> {
+    fn drop(&mut self) {
+        self.core.stopped.store(true, Ordering::Release);
+        if let Some(worker) = self.worker.take() {
+            // Netty interrupts the sleeping worker; here the worker parks between ticks.
+            worker.thread().unpark();
+            threads::join(worker);
+        }
+    }
+}
+
+/// Netty's `HashedWheelTimeout.cancel`: claim the state, then leave the unlinking to the
+/// worker's next tick through the lock-free cancelled queue.
+#[derive(Clone, Debug)]
+pub(crate) struct WheelCancel {
+    timeout: Arc<WheelTimeout>,
+    core: Arc<Core>,
+}
+
+impl WheelCancel {
+    pub(crate) fn cancel(&self) -> bool {
+        if !self.timeout.state.try_cancel() {
+            return false;
+        }
+        self.core.counters.cancelled.inc();
+        // A stopped worker no longer drains the queue; skip the push rather than have
+        // the queue grow for as long as handles live.
+        if !self.core.stopped.load(Ordering::Acquire) {
+            self.core.cancelled.push(Arc::clone(&self.timeout));
+        }
+        true
+    }
+}

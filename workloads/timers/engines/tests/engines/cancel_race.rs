@@ -1,0 +1,115 @@
+//! Cancels sweep across the moment timeouts expire: each timeout ends exactly one way,
+//! either cancelled (and never fired) or fired once (and its cancel failed).
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use timer_engines::{Expiry, TimerHandle, WheelConfig};
+
+use crate::support::{executor, sleep_until, wait_until, wheel, Engine, Recorder};
+
+const ROUNDS: usize = 4;
+const PER_ROUND: usize = 2_000;
+const IDS: usize = ROUNDS * PER_ROUND;
+const CANCELLERS: usize = 2;
+const LEAD: Duration = Duration::from_millis(20);
+/// The cancels of a round start this long before the common deadline...
+const SWEEP_BEFORE: Duration = Duration::from_millis(1);
+/// ...and end this long after it, past the wheel's next 1 ms tick.
+const SWEEP_AFTER: Duration = Duration::from_millis(2);
+
+/// Cancels `handles` one by one at evenly spaced instants across the sweep.
+fn sweep(deadline: Instant, handles: &[(usize, TimerHandle)]) -> Vec<(usize, bool)> {
+    let first = deadline - SWEEP_BEFORE;
+    let span = SWEEP_BEFORE + SWEEP_AFTER;
+    handles
+        .iter()
+        .enumerate()
+        .map(|(index, (id, handle))| {
+            let at = first + span.mul_f64(index as f64 / handles.len() as f64);
+            while Instant::now() < at {
+                thread::yield_now();
+            }
+            (*id, handle.cancel())
+        })
+        .collect()
+}
+
+fn race(engine: impl Engine, recorder: &Recorder) {
+    let mut cancelled = vec![false; IDS];
+    let mut last_deadline = Instant::now();
+    for round in 0..ROUNDS {
+        let deadline = Instant::now() + LEAD;
+        last_deadline = deadline;
+        let handles: Vec<_> = (round * PER_ROUND..(round + 1) * PER_ROUND)
+            .map(|id| (id, engine.arm_probe(id, deadline)))
+            .collect();
+        let results: Vec<Vec<(usize, bool)>> = thread::scope(|scope| {
+            let cancellers: Vec<_> = handles
+                .chunks(PER_ROUND / CANCELLERS)
+                .map(|chunk| scope.spawn(move || sweep(deadline, chunk)))
+                .collect();
+            cancellers
+                .into_iter()
+                .map(|canceller| canceller.join().unwrap())
+                .collect()
+        });
+        for (id, won) in results.into_iter().flatten() {
+            cancelled[id] = won;
+        }
+    }
+
+    let cancels = cancelled.iter().filter(|&&won| won).count();
+    let expected = (IDS - cancels) as u64;
+    eprintln!("cancel won {cancels} of {IDS} races");
+    assert!(
+        wait_until(Duration::from_secs(5), || recorder.total() >= expected),
+        "only {} of {expected} timeouts fired",
+        recorder.total()
+    );
+    // Leave a cancelled timeout that wrongly fires the time to show up.
+    sleep_until(last_deadline + Duration::from_millis(250));
+    assert!(wait_until(Duration::from_secs(2), || engine
+        .counter("fired")
+        == expected));
+    assert_eq!(engine.counter("cancelled"), cancels as u64);
+    assert_eq!(engine.counter("registered"), IDS as u64);
+    drop(engine);
+
+    for (id, &won) in cancelled.iter().enumerate() {
+        let fires = recorder.fires(id);
+        assert_eq!(
+            fires,
+            u32::from(!won),
+            "timeout {id}: cancel won: {won}, fired {fires} times"
+        );
+    }
+    assert_eq!(recorder.early(), 0, "callbacks ran before their deadline");
+}
+
+#[test]
+fn scheduled_executor_settles_each_race_one_way() {
+    let recorder = Recorder::new(IDS);
+    race(executor(2, &recorder), &recorder);
+}
+
+#[test]
+fn wheel_settles_each_race_one_way() {
+    let recorder = Recorder::new(IDS);
+    let config = WheelConfig {
+        tick: Duration::from_millis(1),
+        ..WheelConfig::default()
+    };
+    race(wheel(config, &recorder), &recorder);
+}
+
+#[test]
+fn wheel_offload_settles_each_race_one_way() {
+    let recorder = Recorder::new(IDS);
+    let config = WheelConfig {
+        tick: Duration::from_millis(1),
+        expiry: Expiry::Offload { threads: 2 },
+        ..WheelConfig::default()
+    };
+    race(wheel(config, &recorder), &recorder);
+}
