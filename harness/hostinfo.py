@@ -1,0 +1,126 @@
+"""What a run was measured on: host facts from /proc and /sys, and the git state of the repo.
+
+Every reader takes `root` (default "/") so that tests can point it at a fake tree.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+CPU_SYSFS = Path("sys/devices/system/cpu")
+
+
+def read_text(root: Path, relative: Path | str) -> str | None:
+    """Stripped content of root/relative, or None when it does not exist or cannot be read."""
+    try:
+        return (root / relative).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """Kernel cpulist format ("0-3,8,10-11") to CPU numbers; "" is no CPUs."""
+    cpus: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        first, _, last = part.partition("-")
+        cpus.extend(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def format_cpulist(cpus: list[int]) -> str:
+    """CPU numbers back to the kernel's cpulist format: [0, 1, 2, 5] -> "0-2,5"."""
+    ranges: list[str] = []
+    ordered = sorted(set(cpus))
+    start = 0
+    for i, cpu in enumerate(ordered):
+        if i + 1 == len(ordered) or ordered[i + 1] != cpu + 1:
+            first = ordered[start]
+            ranges.append(str(first) if first == cpu else f"{first}-{cpu}")
+            start = i + 1
+    return ",".join(ranges)
+
+
+def cpu_model(root: Path) -> str | None:
+    cpuinfo = read_text(root, "proc/cpuinfo") or ""
+    # x86 names it "model name"; some ARM kernels only give "Hardware" or "Model".
+    for field in ("model name", "Hardware", "Model"):
+        for line in cpuinfo.splitlines():
+            key, sep, value = line.partition(":")
+            if sep and key.strip() == field and value.strip():
+                return value.strip()
+    return None
+
+
+def logical_cpus(root: Path) -> int | None:
+    online = read_text(root, CPU_SYSFS / "online")
+    if online:
+        return len(parse_cpulist(online))
+    return os.cpu_count() if root == Path("/") else None
+
+
+def governor(root: Path) -> str:
+    return read_text(root, CPU_SYSFS / "cpu0/cpufreq/scaling_governor") or "unknown"
+
+
+def smt_active(root: Path) -> bool | None:
+    value = read_text(root, CPU_SYSFS / "smt/active")
+    return None if value is None else value == "1"
+
+
+def isolated_cpus(root: Path) -> list[int] | None:
+    value = read_text(root, CPU_SYSFS / "isolated")
+    return None if value is None else parse_cpulist(value)
+
+
+def turbo_enabled(root: Path) -> bool | None:
+    """Turbo/boost state: intel_pstate says it negatively, acpi-cpufreq and amd positively."""
+    no_turbo = read_text(root, CPU_SYSFS / "intel_pstate/no_turbo")
+    if no_turbo is not None:
+        return no_turbo == "0"
+    for boost in ("cpufreq/boost", "cpufreq/policy0/boost"):
+        value = read_text(root, CPU_SYSFS / boost)
+        if value is not None:
+            return value == "1"
+    return None
+
+
+def collect_host(root: Path = Path("/")) -> dict[str, Any]:
+    """hostname, kernel, cpu_model, logical_cpus, governor, smt, isolated_cpus, turbo."""
+    uname = os.uname()
+    live = root == Path("/")
+    return {
+        "hostname": read_text(root, "proc/sys/kernel/hostname")
+        or (uname.nodename if live else None),
+        "kernel": read_text(root, "proc/sys/kernel/osrelease") or (uname.release if live else None),
+        "cpu_model": cpu_model(root),
+        "logical_cpus": logical_cpus(root),
+        "governor": governor(root),
+        "smt": smt_active(root),
+        "isolated_cpus": isolated_cpus(root),
+        "turbo": turbo_enabled(root),
+    }
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def git_info(repo: Path) -> dict[str, Any]:
+    """{commit, dirty}: HEAD's full hash (None outside a checkout or before the first commit)
+    and whether tracked or untracked-but-not-ignored files differ from it (None when unknown)."""
+    head = _git(repo, "rev-parse", "--verify", "--quiet", "HEAD")
+    status = _git(repo, "status", "--porcelain")
+    commit = head.stdout.strip() if head and head.returncode == 0 else None
+    dirty = bool(status.stdout.strip()) if status and status.returncode == 0 else None
+    return {"commit": commit or None, "dirty": dirty}

@@ -1,0 +1,433 @@
+"""Summary tables of a run: one rich table per scenario, every figure with its interval."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, Literal
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from harness.stats import CONFIDENCE, compare_cells, params_key, summarize_cell
+
+# Columns shown first when present, in this order; other declared metrics come after them.
+LEADING_METRICS = ("ops_per_sec", "latency_ns.p50", "latency_ns.p99")
+TRAILING_METRICS = ("timeouts", "errors")
+LABELS = {
+    "ops_per_sec": "ops/s",
+    "latency_ns.p50": "p50",
+    "latency_ns.p99": "p99",
+    "latency_ns.p999": "p99.9",
+}
+Layout = Literal["wide", "narrow", "stacked"]
+LAYOUTS: tuple[Layout, ...] = ("wide", "narrow", "stacked")
+DASH = "\N{EN DASH}"
+TIMES = "\N{MULTIPLICATION SIGN}"
+_COUNT_SCALES = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"), (1e12, "T"))
+_NS_SCALES = ((1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s"))
+VERDICT_STYLES = {"better": "bold green", "worse": "bold red", "changed": "bold yellow"}
+STATUS_NOTES = {
+    "running": ("yellow", "the run has not finished (or stopped without updating run.json)"),
+    "partial": ("yellow", "some repeats failed; figures use the successful repeats only"),
+    "interrupted": ("yellow", "the run was stopped early; figures cover what finished"),
+    "failed": ("bold red", "no cell produced a result"),
+}
+
+
+def is_time_metric(name: str, unit: str | None = None) -> bool:
+    return unit == "ns" or any(part.endswith("_ns") or "_ns_" in part for part in name.split("."))
+
+
+def _digits(value: float, compact: bool) -> str:
+    """3 significant digits (4 from 100 up unless compact), never "10.00" for 9.996."""
+    if abs(value) < 1 and abs(float(f"{value:.3g}")) < 1:
+        return f"{value:.3g}"
+    bands = ((10.0, ".2f"), (100.0 if compact else 1000.0, ".1f"), (math.inf, ".0f"))
+    for limit, spec in bands:
+        text = format(value, spec)
+        if abs(float(text)) < limit:
+            return text
+    return text
+
+
+def human(value: float, time_ns: bool = False, compact: bool = False) -> str:
+    """1858276 -> 1.86M, 549975 -> 550.0k (compact: 550k); time_ns: 1240000 -> 1.24ms."""
+    scales = _NS_SCALES if time_ns else _COUNT_SCALES
+    value = float(value)
+    if not math.isfinite(value):
+        return str(value)
+    if value.is_integer() and abs(value) < 1000:
+        return f"{int(value)}{scales[0][1]}"
+    index = 0
+    for i, (factor, _) in enumerate(scales):
+        if abs(value) >= factor:
+            index = i
+    text = _digits(value / scales[index][0], compact)
+    # Rounding can carry into the next scale: 999.96k is shown as 1.00M, not 1000.0k.
+    if abs(float(text)) >= 1000 and index + 1 < len(scales):
+        index += 1
+        text = _digits(value / scales[index][0], compact)
+    return text + scales[index][1]
+
+
+def human_ratio(ratio: float) -> str:
+    if ratio >= 10:
+        return f"{ratio:.1f}{TIMES}"
+    if ratio >= 0.1:
+        return f"{ratio:.2f}{TIMES}"
+    return f"{ratio:.2g}{TIMES}"
+
+
+def human_p(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.2g}"
+
+
+def _split_suffix(text: str) -> tuple[str, str]:
+    number = text.rstrip("kMGTnmµs")
+    return number, text[len(number) :]
+
+
+def join_range(low: str, high: str) -> str:
+    """One suffix for both ends when they share it: 1.85M and 1.88M give 1.85-1.88M (en dash)."""
+    low_num, low_unit = _split_suffix(low)
+    high_num, high_unit = _split_suffix(high)
+    if low_unit == high_unit:
+        return f"{low_num}{DASH}{high_num}{high_unit}"
+    return f"{low}{DASH}{high}"
+
+
+def _with_interval(text: Text, low: str, high: str, layout: Layout) -> None:
+    """wide: "1.87M [1.85-1.88M]"; narrow: the interval on a second line; stacked: one
+    end of the interval a line."""
+    if layout == "wide":
+        text.append(f" [{join_range(low, high)}]", style="dim")
+    elif layout == "narrow":
+        text.append(f"\n{join_range(low, high)}", style="dim")
+    else:
+        text.append(f"\n{low}{DASH}\n{high}", style="dim")
+
+
+def figure(summary: Mapping[str, Any] | None, time_ns: bool, layout: Layout) -> Text:
+    """Median and, unless there was a single repeat, its interval."""
+    if not summary:
+        return Text(DASH, style="dim")
+    text = Text(human(float(summary["median"]), time_ns))
+    if summary.get("n", 0) > 1:
+        compact = layout != "wide"
+        low = human(float(summary["ci95_low"]), time_ns, compact)
+        high = human(float(summary["ci95_high"]), time_ns, compact)
+        _with_interval(text, low, high, layout)
+    return text
+
+
+def ratio_figure(entry: Mapping[str, Any] | None, layout: Layout) -> Text:
+    """Ratio with a significance mark coloured by verdict, then its bootstrap interval.
+
+    Only wide tables have a p column; the others show p here, on the last line.
+    """
+    if entry is None or entry.get("ratio") is None:
+        return Text(DASH, style="dim")
+    text = Text(human_ratio(float(entry["ratio"])))
+    if entry.get("significant"):
+        text.append(" *", style=VERDICT_STYLES.get(str(entry.get("verdict")), "bold"))
+    if entry.get("ci95_low") is not None and entry.get("ci95_high") is not None:
+        low, high = human_ratio(float(entry["ci95_low"])), human_ratio(float(entry["ci95_high"]))
+        _with_interval(text, low[:-1], high[:-1], layout)
+    if layout != "wide" and entry.get("p_value") is not None:
+        text.append(f"\np={human_p(float(entry['p_value']))}", style="dim")
+    return text
+
+
+def fits(table: Table, console: Console) -> bool:
+    # Measure without the console's width limit, which would clamp the answer to it.
+    unbounded = console.options.update(max_width=1_000_000)
+    return console.measure(table, options=unbounded).maximum <= console.width
+
+
+def fitting_table(build: Callable[[Layout], Table], console: Console) -> Table:
+    """The first layout, from the roomiest, whose table fits the console's width."""
+    for layout in LAYOUTS:
+        table = build(layout)
+        if fits(table, console):
+            break
+    return table
+
+
+def cell_summary(cell: Mapping[str, Any]) -> Mapping[str, Any]:
+    return cell.get("summary") or summarize_cell(cell.get("repeats") or [])
+
+
+def metric_columns(doc: Mapping[str, Any], summaries: Sequence[Mapping[str, Any]]) -> list[str]:
+    present = {name for summary in summaries for name in summary}
+    declared = [str(m["name"]) for m in doc.get("metrics") or []]
+    ordered = [
+        *LEADING_METRICS,
+        *(name for name in declared if name not in LEADING_METRICS + TRAILING_METRICS),
+        *TRAILING_METRICS,
+    ]
+    return [name for name in dict.fromkeys(ordered) if name in present]
+
+
+def varying_params(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Param names whose value is not the same in every cell (the ones worth a column)."""
+    names = dict.fromkeys(name for cell in cells for name in cell.get("params") or {})
+    return [
+        name
+        for name in names
+        if len({params_key({"v": (cell.get("params") or {}).get(name)}) for cell in cells}) > 1
+    ]
+
+
+def ratio_metric(doc: Mapping[str, Any], columns: Sequence[str]) -> str | None:
+    declared = [str(m["name"]) for m in doc.get("metrics") or []]
+    if "ops_per_sec" in declared or (not declared and "ops_per_sec" in columns):
+        return "ops_per_sec"
+    return declared[0] if declared else None
+
+
+def param_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return DASH if value is None else str(value)
+
+
+def new_table(title: str | None, layout: Layout) -> Table:
+    """Wide: roomy columns. Narrow: tighter gaps and a blank line between two-line rows.
+
+    Columns fold rather than cut with "…" when even the stacked layout does not fit: a
+    figure may then break across lines, but no digit of it is hidden.
+    """
+    if layout == "wide":
+        return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    return Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+        leading=1,
+    )
+
+
+def always_zero(cells: Sequence[Mapping[str, Any]], metric: str) -> bool:
+    """True when the metric was reported and was 0 in every repeat of every cell."""
+    summaries = [cell_summary(cell).get(metric) for cell in cells]
+    reported = [s for s in summaries if s]
+    return bool(reported) and all(s["min"] == 0 and s["max"] == 0 for s in reported)
+
+
+def runs_text(cell: Mapping[str, Any]) -> Text:
+    ok, failed = len(cell.get("repeats") or []), len(cell.get("failures") or [])
+    return Text(f"{ok}/{ok + failed}", style="red" if failed else "")
+
+
+def scenario_table(
+    scenario: str,
+    cells: Sequence[Mapping[str, Any]],
+    columns: Sequence[str],
+    units: Mapping[str, str],
+    ratios: Mapping[tuple[Any, str], Mapping[str, Any]],
+    baseline: str | None,
+    layout: Layout,
+) -> Table:
+    """Rows are cells. Below wide, p moves into the ratio cell and the run count into the
+    strategy cell (only when some cell lost repeats), so 100 columns (80 stacked) suffice."""
+    table = new_table(f"scenario {scenario}", layout)
+    wide = layout == "wide"
+    table.add_column("strategy", no_wrap=True, overflow="fold")
+    params = varying_params(cells)
+    for name in params:
+        table.add_column(name, justify="right", no_wrap=True, overflow="fold")
+    for name in columns:
+        table.add_column(LABELS.get(name, name), justify="right", overflow="fold")
+    if baseline is not None:
+        table.add_column(f"vs {baseline}", justify="right", overflow="fold")
+        if wide:
+            table.add_column("p", justify="right", no_wrap=True, overflow="fold")
+    if wide:
+        table.add_column("runs", justify="right", no_wrap=True, overflow="fold")
+    irregular = len({runs_text(cell).plain for cell in cells}) > 1 or any(
+        cell.get("failures") for cell in cells
+    )
+
+    for cell in cells:
+        summary = cell_summary(cell)
+        strategy = Text(str(cell.get("strategy")))
+        if not wide and irregular:
+            strategy.append("\n").append_text(runs_text(cell)).append(" runs")
+        row: list[Text | str] = [strategy]
+        row += [param_text((cell.get("params") or {}).get(name)) for name in params]
+        row += [
+            figure(summary.get(name), is_time_metric(name, units.get(name)), layout)
+            for name in columns
+        ]
+        if baseline is not None:
+            entry = ratios.get((cell.get("strategy"), params_key(cell.get("params"))))
+            p_value = entry.get("p_value") if entry else None
+            if cell.get("strategy") == baseline:
+                row.append(Text("baseline", style="dim"))
+            else:
+                row.append(ratio_figure(entry, layout))
+            if wide:
+                row.append(
+                    "" if cell.get("strategy") == baseline or p_value is None else human_p(p_value)
+                )
+        if wide:
+            row.append(runs_text(cell))
+        table.add_row(*row)
+    return table
+
+
+def _header(doc: Mapping[str, Any]) -> Text:
+    config = doc.get("config") or {}
+    host = doc.get("host") or {}
+    git = doc.get("git") or {}
+    on_off: dict[Any, str] = {True: "on", False: "off"}
+    text = Text()
+    text.append(str(doc.get("suite")), style="bold")
+    text.append(f" · run {doc.get('run_id')} · {doc.get('status')}")
+    facts = []
+    if config.get("repeats") is not None:
+        facts.append(
+            f"{config['repeats']} repeats {TIMES} {config.get('duration_s')} s "
+            f"(warm-up {config.get('warmup_s')} s)"
+        )
+    commit = git.get("commit")
+    facts.append(f"git {str(commit)[:10] if commit else 'no commit'}")
+    if git.get("dirty"):
+        facts.append("dirty tree")
+    text.append("\n" + " · ".join(facts), style="dim")
+    text.append(
+        f"\nhost {host.get('hostname')} · {host.get('cpu_model')} · "
+        f"{host.get('logical_cpus')} CPUs · governor {host.get('governor')} · "
+        f"SMT {on_off.get(host.get('smt'), 'unknown')} · "
+        f"turbo {on_off.get(host.get('turbo'), 'unknown')}",
+        style="dim",
+    )
+    return text
+
+
+def _failure_lines(cells: Sequence[Mapping[str, Any]], params: Sequence[str]) -> list[Text]:
+    lines = []
+    for cell in cells:
+        failures = cell.get("failures") or []
+        label = " ".join(
+            [str(cell.get("strategy"))]
+            + [f"{name}={param_text((cell.get('params') or {}).get(name))}" for name in params]
+        )
+        for failure in failures[:3]:
+            error = str(failure.get("error") or "").strip().splitlines()
+            lines.append(
+                Text(
+                    f"failed: {label} repeat {failure.get('repeat')} "
+                    f"(exit {failure.get('exit_code')}): {error[-1] if error else 'no message'}",
+                    style="red",
+                )
+            )
+        if len(failures) > 3:
+            lines.append(Text(f"… and {len(failures) - 3} more failures of {label}", style="red"))
+    return lines
+
+
+def _legend(summaries: Sequence[Mapping[str, Any]], metric: str | None) -> Text:
+    text = Text(
+        "median of the repeats [95% interval of the median, from order statistics]",
+        style="dim",
+    )
+    if metric is not None:
+        text.append(
+            f"; vs: ratio of {LABELS.get(metric, metric)} medians to the baseline "
+            "[95% bootstrap interval]; * Mann-Whitney U two-sided p < 0.05 "
+            "(green better, red worse)",
+            style="dim",
+        )
+    short = sorted(
+        {
+            (int(s["n"]), float(s.get("ci_coverage", 1.0)))
+            for summary in summaries
+            for s in summary.values()
+            if float(s.get("ci_coverage", 1.0)) < CONFIDENCE
+        }
+    )
+    for n, coverage in short:
+        if n == 1:
+            text.append("\nn=1: a single repeat, no interval", style="yellow")
+        else:
+            text.append(
+                f"\nn={n}: the interval is [min{DASH}max] and covers the median with "
+                f"{coverage:.1%} only (n ≥ 6 reaches 95%)",
+                style="yellow",
+            )
+    return text
+
+
+def notes(entries: Sequence[Mapping[str, Any]], strategy_key: str = "candidate") -> list[Text]:
+    """Why a ratio or its significance is missing, once per reason, naming the cells."""
+    cells_by_reason: dict[str, dict[str, None]] = {}  # dicts as ordered sets
+    for e in entries:
+        if e.get("reason"):
+            params = " ".join(f"{k}={param_text(v)}" for k, v in (e.get("params") or {}).items())
+            label = " ".join(filter(None, [str(e.get(strategy_key)), params]))
+            cells_by_reason.setdefault(str(e["reason"]), {})[label] = None
+    notes = []
+    for reason, labels in cells_by_reason.items():
+        which = ", ".join(labels) if len(labels) <= 3 else f"{len(labels)} cells"
+        notes.append(Text(f"note ({which}): {reason}", style="yellow"))
+    return notes
+
+
+def _comparisons(doc: Mapping[str, Any], metric: str | None) -> list[Mapping[str, Any]]:
+    """The run's comparisons; computed here only for a run.json written without them."""
+    if "comparisons" in doc:
+        return list(doc.get("comparisons") or [])
+    baseline = (doc.get("config") or {}).get("baseline")
+    if baseline and metric:
+        return list(compare_cells(doc.get("cells") or [], baseline, [{"name": metric}]))
+    return []
+
+
+def print_run(doc: Mapping[str, Any], console: Console) -> None:
+    """Header, one table per scenario, failures, and a legend of what the brackets mean."""
+    console.print(_header(doc))
+    status = str(doc.get("status"))
+    if status in STATUS_NOTES:
+        style, note = STATUS_NOTES[status]
+        console.print(Text(f"status {status}: {note}", style=style))
+    cells = list(doc.get("cells") or [])
+    if not cells:
+        console.print("no cells in this run")
+        return
+
+    summaries = [cell_summary(cell) for cell in cells]
+    columns = metric_columns(doc, summaries)
+    units = {str(m["name"]): str(m.get("unit", "")) for m in doc.get("metrics") or []}
+    baseline = (doc.get("config") or {}).get("baseline")
+    metric = ratio_metric(doc, columns) if baseline else None
+    comparisons = _comparisons(doc, metric)
+
+    shown: list[Mapping[str, Any]] = []
+    for scenario in dict.fromkeys(str(cell.get("scenario")) for cell in cells):
+        group = [cell for cell in cells if str(cell.get("scenario")) == scenario]
+        ratios = {
+            (e.get("candidate"), params_key(e.get("params"))): e
+            for e in comparisons
+            if e.get("metric") == metric and str(e.get("scenario")) == scenario
+        }
+        shown += ratios.values()
+        zero = [name for name in TRAILING_METRICS if name in columns and always_zero(group, name)]
+        kept = [name for name in columns if name not in zero]
+        against = baseline if metric and any(c.get("strategy") == baseline for c in group) else None
+        build = partial(scenario_table, scenario, group, kept, units, ratios, against)
+        table = fitting_table(build, console)
+        console.print(table)
+        if zero:
+            console.print(Text(f"{' and '.join(zero)}: 0 in every repeat", style="dim"))
+        for line in _failure_lines(group, varying_params(group)):
+            console.print(line)
+    for line in notes(shown):
+        console.print(line)
+    console.print(_legend(summaries, metric))

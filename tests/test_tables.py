@@ -1,0 +1,240 @@
+import io
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from harness.stats import compare_cells, summarize_cell
+from harness.tables import human, human_ratio, join_range, print_run
+
+METRICS = [
+    {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
+    {"name": "latency_ns.p99", "unit": "ns", "better": "lower"},
+]
+SPREAD = (1.0, 0.99, 1.01, 0.98, 1.02)  # medians land exactly on the given value
+
+
+def ascii_text(text: str) -> str:
+    """The en dash and multiplication sign as - and x, so expectations stay plain ASCII."""
+    return text.replace("\N{EN DASH}", "-").replace("\N{MULTIPLICATION SIGN}", "x")
+
+
+def cell(
+    strategy: str,
+    ops: float,
+    p99_ns: float,
+    *,
+    scenario: str = "steady",
+    concurrency: int = 4096,
+    timeouts: int = 0,
+    failures: int = 0,
+    repeats: int = 5,
+) -> dict[str, Any]:
+    results = [
+        {
+            "event": "result",
+            "strategy": strategy,
+            "scenario": scenario,
+            "params": {"concurrency": concurrency, "mode": "write"},
+            "ops_per_sec": ops * f,
+            "latency_ns": {"p50": p99_ns / 5 * f, "p99": p99_ns * f},
+            "timeouts": timeouts,
+            "errors": 0,
+        }
+        for f in SPREAD[:repeats]
+    ]
+    return {
+        "id": f"{strategy}/{scenario}/{concurrency}",
+        "strategy": strategy,
+        "scenario": scenario,
+        "params": {"concurrency": concurrency, "mode": "write"},
+        "resolved_params": {"concurrency": concurrency, "mode": "write"},
+        "repeats": results,
+        "failures": [
+            {"repeat": repeats + i, "exit_code": 1, "error": "error: server exited with 137"}
+            for i in range(failures)
+        ],
+        "summary": summarize_cell(results),
+        "probes": {},
+        "profile": {},
+    }
+
+
+def run_doc(cells: list[dict[str, Any]], status: str = "complete") -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "run_id": "20250101T000000Z-abc1234",
+        "suite": "timers",
+        "status": status,
+        "started_at": "2025-01-01T00:00:00Z",
+        "finished_at": "2025-01-01T00:10:00Z",
+        "git": {"commit": "abc1234def567890", "dirty": False},
+        "host": {
+            "hostname": "bench1",
+            "kernel": "6.8.0",
+            "cpu_model": "AMD EPYC 7313P 16-Core Processor",
+            "logical_cpus": 32,
+            "governor": "performance",
+            "smt": True,
+            "isolated_cpus": [],
+            "turbo": False,
+        },
+        "config": {"repeats": 5, "duration_s": 10, "warmup_s": 2, "baseline": "none"},
+        "metrics": METRICS,
+        "cells": cells,
+        "comparisons": compare_cells(cells, "none", METRICS),
+    }
+
+
+def pr564_run(status: str = "complete") -> dict[str, Any]:
+    """The three figures of scylla-rust-driver PR #564, at two concurrencies."""
+    return run_doc(
+        [
+            cell("none", 1_858_276, 2_100_000),
+            cell("tokio-timeout", 549_900, 9_800_000, timeouts=3),
+            cell("deadline-tracker", 1_866_452, 2_050_000, failures=1, repeats=4),
+            cell("none", 1_500_000, 400_000, concurrency=64),
+            cell("tokio-timeout", 900_000, 1_000_000, concurrency=64),
+        ],
+        status,
+    )
+
+
+def render(doc: dict[str, Any], width: int) -> str:
+    console = Console(record=True, width=width, file=io.StringIO())
+    print_run(doc, console)
+    return ascii_text(console.export_text())
+
+
+@pytest.mark.parametrize(
+    ("value", "time_ns", "expected"),
+    [
+        (1_858_276, False, "1.86M"),
+        (549_900, False, "549.9k"),
+        (999_960, False, "1.00M"),
+        (42_000, False, "42.0k"),
+        (3, False, "3"),
+        (2.5, False, "2.50"),
+        (0, False, "0"),
+        (850, True, "850ns"),
+        (412_300, True, "412.3µs"),
+        (1_240_000, True, "1.24ms"),
+        (2_500_000_000, True, "2.50s"),
+    ],
+)
+def test_human(value: float, time_ns: bool, expected: str) -> None:
+    assert human(float(value), time_ns) == expected
+
+
+def test_join_range_and_ratio() -> None:
+    assert ascii_text(join_range(human(1_840_000), human(1_880_000))) == "1.84-1.88M"
+    assert ascii_text(join_range(human(980_000), human(1_020_000))) == "980.0k-1.02M"
+    low, high = human(394_100, True, compact=True), human(406_600, True, compact=True)
+    assert ascii_text(join_range(low, high)) == "394-407µs"
+    assert ascii_text(human_ratio(3.3794)) == "3.38x"
+    assert ascii_text(human_ratio(12.34)) == "12.3x"
+
+
+def test_wide_table_has_figures_intervals_ratio_mark_and_legend() -> None:
+    text = render(pr564_run(), 160)
+    assert max(len(line) for line in text.splitlines()) <= 160
+    assert "scenario steady" in text
+    assert "concurrency" in text  # varies across cells
+    assert "mode" not in text.split("scenario steady")[1]  # constant, so no column
+    none_row = next(line for line in text.splitlines() if line.strip().startswith("none"))
+    assert "1.86M [1.82-1.90M]" in none_row  # n=5: [min-max]
+    assert "2.10ms [2.06-2.14ms]" in none_row
+    assert "baseline" in none_row
+    tokio_row = next(line for line in text.splitlines() if "tokio-timeout" in line)
+    assert "549.9k [538.9-560.9k]" in tokio_row
+    assert "0.30x * [0.29-0.30]" in tokio_row
+    assert "0.0079" in tokio_row
+    assert "3 [3-3]" in tokio_row  # timeouts
+    assert "5/5" in tokio_row
+    tracker_row = next(line for line in text.splitlines() if "deadline-tracker" in line)
+    assert "4/5" in tracker_row
+    assert " * " not in tracker_row  # 1.00x is not a significant change
+    assert (
+        "failed: deadline-tracker concurrency=4096 repeat 4 (exit 1): error: server exited with 137"
+        in text
+    )
+    assert "errors: 0 in every repeat" in text
+    assert "95% interval of the median" in text
+    assert "Mann-Whitney U" in text
+    assert "n=5: the interval is [min-max] and covers the median with 93.8% only" in text
+    assert "n=4: the interval is [min-max]" in text
+
+
+def test_narrow_table_fits_100_columns_without_truncating() -> None:
+    text = render(pr564_run(), 100)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "…" not in text
+    lines = text.splitlines()
+    tokio = next(i for i, line in enumerate(lines) if line.strip().startswith("tokio-timeout"))
+    assert "549.9k" in lines[tokio] and "0.30x *" in lines[tokio]
+    assert "539-561k" in lines[tokio + 1]  # the interval goes below the median
+    assert "p=0.0079" in lines[tokio + 2]
+    assert "4/5 runs" in text  # a cell lost a repeat, so run counts are shown
+
+
+def test_not_a_terminal_gives_plain_text() -> None:
+    out = io.StringIO()
+    print_run(pr564_run(), Console(file=out, width=120))
+    assert "\x1b[" not in out.getvalue()
+    assert "1.86M" in out.getvalue()
+
+
+def test_colour_terminal_marks_significance() -> None:
+    out = io.StringIO()
+    print_run(pr564_run(), Console(file=out, width=160, force_terminal=True))
+    assert "\x1b[" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [("partial", "some repeats failed"), ("interrupted", "stopped early"), ("failed", "no cell")],
+)
+def test_status_line_for_unfinished_runs(status: str, expected: str) -> None:
+    assert f"status {status}: " in render(pr564_run(status), 160)
+    assert expected in render(pr564_run(status), 160)
+
+
+def test_complete_run_has_no_status_line() -> None:
+    assert "status complete:" not in render(pr564_run(), 160)
+
+
+def test_failed_cell_and_missing_comparisons_are_shown() -> None:
+    doc = pr564_run()
+    dead = cell("hashed-wheel", 1.0, 1.0, failures=5, repeats=0)
+    doc["cells"].append(dead)
+    del doc["comparisons"]  # an old or unfinished run.json: computed on the fly
+    text = render(doc, 160)
+    dead_row = next(line for line in text.splitlines() if "hashed-wheel" in line)
+    assert "0/5" in dead_row
+    assert "0.30x *" in text
+    assert "… and 2 more failures of hashed-wheel" in text
+
+
+def test_one_table_per_scenario_and_small_n_note() -> None:
+    doc = pr564_run()
+    doc["cells"] += [
+        cell("none", 1_000_000, 1_000_000, scenario="slow-tail", repeats=3),
+        cell("tokio-timeout", 500_000, 5_000_000, scenario="slow-tail", repeats=3),
+    ]
+    doc["comparisons"] = compare_cells(doc["cells"], "none", METRICS)
+    text = render(doc, 160)
+    assert "scenario steady" in text and "scenario slow-tail" in text
+    assert "note (tokio-timeout concurrency=4096 mode=write): 3 vs 3 repeats: the smallest" in text
+    slow = text.split("scenario slow-tail")[1]
+    assert "concurrency" not in slow.splitlines()[2]  # one concurrency in this scenario
+
+
+def test_80_columns_stack_each_interval_end_on_its_own_line() -> None:
+    text = render(pr564_run(), 80)  # what rich assumes for a pipe
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text
+    lines = text.splitlines()
+    tokio = next(i for i, line in enumerate(lines) if line.strip().startswith("tokio-timeout"))
+    assert "549.9k" in lines[tokio]
+    assert "539k-" in lines[tokio + 1]
+    assert "561k" in lines[tokio + 2]
