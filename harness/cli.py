@@ -1,0 +1,492 @@
+"""`harness`: list, build, run and compare benchmark suites."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from rich.console import Console
+
+from harness import compare, doctor, tables
+from harness.describe import DescribeError, Description, describe
+from harness.errors import BadInput, HarnessError
+from harness.hostinfo import collect_host, git_info
+from harness.listing import print_suites, suite_entry
+from harness.paths import REPO_ROOT, lock_path, results_root, workloads_root
+from harness.plan import ORDERS, Plan, build_plan, parse_probes, plan_matrix
+from harness.results import RunRecord, check_out_dir, dumps
+from harness.runlock import RunLock
+from harness.runner import execute, stop_on_signals
+from harness.suites import Suite, discover, select
+
+DEFAULT_DEADLINE_SLACK_S = 120.0
+EXIT_INTERRUPTED = 130
+LOG_WIDTH = 200
+NOT_BUILT = "not built: run `make deps`"
+
+EXIT_CODES = """\
+exit codes:
+  0    done (for run/bench: every repeat succeeded)
+  1    some repeats failed (see cells[].failures in run.json), or another error
+  2    bad input: unknown suite, strategy, scenario or parameter, a bad value, a suite not built
+  3    another `harness run` or `harness bench` holds the machine's lock
+  130  interrupted (Ctrl-C or SIGTERM): run.json keeps the completed repeats
+
+environment:
+  HARNESS_WORKLOADS          folder of suites (default: <repo>/workloads)
+  HARNESS_RESULTS            results folder; runs go to its runs/ (default: <repo>/results)
+  HARNESS_LOCK               lock file (default: /run/lock/harness.lock, else /tmp/harness.lock)
+  HARNESS_DEADLINE_SLACK_S   a repeat is killed after warm-up + duration + this (default: 120)
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one `harness: error: ...` line, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"harness: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _help(text: str) -> str:
+    return textwrap.dedent(text).strip() + "\n"
+
+
+def _positive_float(text: str) -> float:
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = _number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _repeat_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return value
+
+
+def _names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of names, got {text!r}")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog="harness",
+        formatter_class=fmt,
+        description=_help("""
+            Benchmark harness: runs the strategies of each suite (workloads/<suite>/suite.toml)
+            several times, and reports medians with 95% intervals and ratios to a baseline.
+            """),
+        epilog=_help("""
+            examples:
+              harness list                          suites, strategies, scenarios, parameters
+              harness run timers --strategies none,tokio-timeout --param concurrency=64
+              harness bench --quick                 what `make bench QUICK=1` runs
+              harness compare results/runs/A results/runs/B
+            """)
+        + "\n"
+        + EXIT_CODES,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = commands.add_parser(
+        "list",
+        help="list suites with their strategies, scenarios and parameters",
+        formatter_class=fmt,
+        description=_help("""
+            List every suite under the workloads folder with what its binary's `describe`
+            offers: strategies, scenarios, parameters (type, default, valid values, help) and
+            metrics. A suite whose binary is missing is listed as not built.
+            """),
+        epilog=_help("""
+            examples:
+              harness list
+              harness list --json | jq '.[].strategies[].name'
+            """),
+    )
+    p.add_argument("--json", action="store_true", help="print the list as JSON on stdout")
+    p.set_defaults(handler=cmd_list)
+
+    p = commands.add_parser(
+        "build",
+        help="build the suites' binaries",
+        formatter_class=fmt,
+        description=_help("""
+            Run each suite's `build` command (from its suite.toml) in the suite's folder,
+            streaming its output. Stops at the first suite whose build fails.
+            """),
+        epilog=_help("""
+            examples:
+              harness build
+              harness build --suites timers
+            """),
+    )
+    p.add_argument(
+        "--suites", type=_names, metavar="A,B", help="comma-separated suites (default: all)"
+    )
+    p.set_defaults(handler=cmd_build)
+
+    p = commands.add_parser(
+        "run",
+        help="run one suite's strategies and write a run directory",
+        formatter_class=fmt,
+        description=_help("""
+            Run every cell (strategies x swept parameters) of one suite REPEAT times, write
+            <out>/<run_id>/run.json after every repeat, and print the summary table: medians
+            with 95% intervals, and ratios to the suite's baseline strategy.
+            """),
+        epilog=_help("""
+            examples:
+              harness run timers
+              harness run timers --strategies none,tokio-timeout --param concurrency=64
+              harness run timers --param concurrency=256 --param concurrency=4096  # a sweep
+              harness run timers --scenario slow-tail --duration-s 1 --warmup-s 0.3 --repeat 3
+              harness run timers --json > run.json
+            """)
+        + "\n"
+        + EXIT_CODES,
+    )
+    p.add_argument("suite", metavar="SUITE", help="the suite to run (see `harness list`)")
+    p.add_argument(
+        "--strategies",
+        type=_names,
+        metavar="A,B",
+        help="comma-separated strategies (default: all the suite's strategies)",
+    )
+    p.add_argument("--scenario", metavar="NAME", help="scenario (default: the suite's default)")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="set a parameter; repeat a key to sweep it (cells = strategies x swept values)",
+    )
+    p.add_argument(
+        "--duration-s",
+        type=_positive_float,
+        default=10.0,
+        metavar="D",
+        help="measured seconds per repeat (default: 10)",
+    )
+    p.add_argument(
+        "--warmup-s",
+        type=_non_negative_float,
+        default=2.0,
+        metavar="W",
+        help="warm-up seconds before each measured window (default: 2)",
+    )
+    p.add_argument(
+        "--repeat",
+        type=_repeat_count,
+        default=5,
+        metavar="N",
+        help="repeats of every cell (default: 5)",
+    )
+    p.add_argument(
+        "--probes",
+        default="none",
+        metavar="LIST",
+        help="probes to attach; for now only `none` (the default): probes come in a later release",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="directory to create the run directory in (default: $HARNESS_RESULTS/runs)",
+    )
+    p.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="interleaved",
+        help="interleaved (default): every cell once per round, against drift; "
+        "sequential: all repeats of a cell, then the next",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print run.json on stdout (the table goes to stderr)",
+    )
+    p.set_defaults(handler=cmd_run)
+
+    p = commands.add_parser(
+        "bench",
+        help="run every suite's [bench] matrix (what `make bench` calls)",
+        formatter_class=fmt,
+        description=_help("""
+            For each suite, one run of the matrix in its suite.toml [bench] table (scaled to
+            this machine's logical CPUs by [bench.scale]); with --quick, [quick] overrides it.
+            Prints each suite's table and, at the end, every run directory.
+            """),
+        epilog=_help("""
+            examples:
+              harness bench
+              harness bench --suites timers --quick
+            """)
+        + "\n"
+        + EXIT_CODES,
+    )
+    p.add_argument(
+        "--suites", type=_names, metavar="A,B", help="comma-separated suites (default: all)"
+    )
+    p.add_argument("--quick", action="store_true", help="short runs: [quick] overrides [bench]")
+    p.set_defaults(handler=cmd_bench)
+
+    p = commands.add_parser(
+        "compare",
+        help="compare two runs cell by cell",
+        formatter_class=fmt,
+        description=_help("""
+            Compare the cells two runs have in common: ratio of B to A per metric with its
+            95% interval and significance.
+            """),
+        epilog=_help("""
+            examples:
+              harness compare results/runs/20250101T000000Z-abc1234 \\
+                              results/runs/20250102T000000Z-def5678
+              harness compare old/run.json new/run.json --json
+            """),
+    )
+    p.add_argument("run_a", type=Path, metavar="RUN_A", help="run directory or run.json (before)")
+    p.add_argument("run_b", type=Path, metavar="RUN_B", help="run directory or run.json (after)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout")
+    p.set_defaults(handler=cmd_compare)
+
+    p = commands.add_parser(
+        "doctor",
+        help="check this machine for benchmarking",
+        formatter_class=fmt,
+        description=_help("""
+            Check what makes results noisy (CPU governor, turbo, SMT, isolated CPUs) and what
+            probes and profiles need (privileges, BTF, perf_event_paranoid, tools).
+            """),
+        epilog=_help("""
+            examples:
+              harness doctor
+              harness doctor --json
+            """),
+    )
+    p.add_argument("--json", action="store_true", help="print the checks as JSON on stdout")
+    p.set_defaults(handler=cmd_doctor)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(args_list)
+    args.command_line = ["harness", *args_list]
+    try:
+        code: int = args.handler(args)
+        return code
+    except HarnessError as err:
+        print(f"harness: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("harness: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _console(stderr: bool = False) -> Console:
+    console = Console(stderr=stderr)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        # Logs and pipes have no width: do not squeeze wide tables into rich's default 80.
+        console.width = LOG_WIDTH
+    return console
+
+
+def _stdout() -> Console:
+    return _console()
+
+
+def _stderr() -> Console:
+    return _console(stderr=True)
+
+
+def _built(suite: Suite) -> Suite:
+    if not suite.built:
+        raise BadInput(f"suite '{suite.name}' is {NOT_BUILT} (missing {suite.binary})")
+    return suite
+
+
+def _deadline_slack_s() -> float:
+    text = os.environ.get("HARNESS_DEADLINE_SLACK_S")
+    if not text:
+        return DEFAULT_DEADLINE_SLACK_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise BadInput(f"HARNESS_DEADLINE_SLACK_S must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+def _sweep(pairs: Sequence[str]) -> dict[str, list[object]]:
+    sweep: dict[str, list[object]] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"--param {pair!r}: expected KEY=VALUE, e.g. --param concurrency=64")
+        sweep.setdefault(key.strip(), []).append(value)
+    return sweep
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    entries: list[dict[str, Any]] = []
+    for suite in discover(workloads_root()).values():
+        description: Description | None = None
+        problem = None if suite.built else NOT_BUILT
+        if suite.built:
+            try:
+                description = describe(suite)
+            except DescribeError as err:
+                problem = f"describe failed: {err}"
+        entries.append(suite_entry(suite, description, problem))
+    if args.json:
+        print(json.dumps(entries, indent=2))
+    else:
+        print_suites(entries, _stdout())
+    return 1 if any(e["status"].startswith("describe failed") for e in entries) else 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    for suite in select(discover(workloads_root()), args.suites):
+        if suite.build is None:
+            print(f"harness: suite '{suite.name}' has no build command", file=sys.stderr)
+            continue
+        print(f"harness: building suite '{suite.name}': {suite.build}", file=sys.stderr, flush=True)
+        done = subprocess.run(suite.build, shell=True, cwd=suite.folder, check=False)
+        if done.returncode != 0:
+            raise HarnessError(
+                f"build of suite '{suite.name}' failed (exit code {done.returncode}): {suite.build}"
+            )
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    suite = _built(select(discover(workloads_root()), [args.suite])[0])
+    probes = parse_probes(args.probes)
+    sweep = _sweep(args.param)
+    out_dir: Path = args.out or results_root() / "runs"
+    slack_s = _deadline_slack_s()
+    with RunLock(lock_path(), " ".join(args.command_line)):
+        plan = build_plan(
+            suite,
+            describe(suite),
+            strategies=args.strategies,
+            scenario=args.scenario,
+            sweep=sweep,
+            duration_s=args.duration_s,
+            warmup_s=args.warmup_s,
+            repeats=args.repeat,
+            order=args.order,
+            probes=probes,
+        )
+        check_out_dir(out_dir)
+        table_console = _stderr() if args.json else _stdout()
+        record, status = _run(plan, out_dir, args.command_line, slack_s, table_console)
+    if args.json:
+        print(dumps(record.doc))
+    where = sys.stderr if args.json else sys.stdout
+    print(f"run directory: {record.run_dir}", file=where, flush=True)
+    return _status_exit(record, status)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    root = workloads_root()
+    suites = [_built(s) for s in select(discover(root), args.suites)]
+    if not suites:
+        raise BadInput(f"no suites under {root} (a suite is a folder with a suite.toml)")
+    out_dir = results_root() / "runs"
+    slack_s = _deadline_slack_s()
+    cpus = os.cpu_count() or 1
+    exit_code = 0
+    run_dirs: list[Path] = []
+    with RunLock(lock_path(), " ".join(args.command_line)):
+        plans = []
+        for suite in suites:
+            matrix = suite.quick if args.quick else suite.bench
+            try:
+                plans.append(plan_matrix(suite, describe(suite), matrix, cpus))
+            except BadInput as err:
+                raise BadInput(f"suite '{suite.name}': {err}") from err
+        check_out_dir(out_dir)
+        for plan in plans:
+            record, status = _run(plan, out_dir, args.command_line, slack_s, _stdout())
+            run_dirs.append(record.run_dir)
+            exit_code = max(exit_code, _status_exit(record, status))
+            if status == "interrupted":
+                break
+    print("run directories:")
+    for run_dir in run_dirs:
+        print(f"  {run_dir}")
+    return exit_code
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    return compare.compare_command(args.run_a, args.run_b, _stdout(), args.json)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    return doctor.doctor_command(_stdout(), args.json)
+
+
+def _run(
+    plan: Plan, out_dir: Path, command: Sequence[str], slack_s: float, table_console: Console
+) -> tuple[RunRecord, str]:
+    with stop_on_signals() as stop:
+        record = RunRecord.create(
+            out_dir, plan, git=git_info(REPO_ROOT), host=collect_host(), command=command
+        )
+        status = execute(plan, record, _stderr(), stop, slack_s)
+    tables.print_run(record.doc, table_console)
+    return record, status
+
+
+def _status_exit(record: RunRecord, status: str) -> int:
+    successes, failures = record.counts()
+    if status == "interrupted":
+        print(
+            f"harness: interrupted; {record.path} keeps the {successes} completed repeats",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    if failures:
+        print(
+            f"harness: {failures} of {successes + failures} repeats failed in suite "
+            f"'{record.doc['suite']}' (status {status}); exit codes and stderr are in "
+            f"{record.path} under cells[].failures",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

@@ -1,0 +1,282 @@
+"""`<bin> describe`: what a workload offers (strategies, scenarios, parameters, metrics)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from harness.errors import BadInput, HarnessError
+from harness.suites import Suite
+
+ParamValue = int | float | bool | str
+
+PARAM_TYPES = ("int", "float", "bool", "choice", "string")
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+DESCRIBE_TIMEOUT_S = 60
+
+
+class DescribeError(HarnessError):
+    """The binary's describe failed or broke the contract: a workload bug, not bad input."""
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    type: str
+    default: ParamValue
+    help: str
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] = ()
+
+    def valid_values(self) -> str:
+        """The accepted values in a few words, for help tables and error messages."""
+        if self.type == "choice":
+            return ", ".join(self.choices)
+        if self.type == "bool":
+            return "true, false"
+        if self.type == "string":
+            return "any string"
+        low = "" if self.min is None else plain_number(self.min)
+        high = "" if self.max is None else plain_number(self.max)
+        bounds = f" {low}..{high}" if low or high else ""
+        return f"{self.type}{bounds}"
+
+    def coerce(self, raw: object) -> ParamValue:
+        """`raw` (a CLI string or a TOML value) as this parameter's type; ValueError says why."""
+        value = self._typed(raw)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            too_low = self.min is not None and value < self.min
+            if too_low or (self.max is not None and value > self.max):
+                raise ValueError(f"{raw!r} is out of range")
+        if self.type == "choice" and value not in self.choices:
+            raise ValueError(f"{raw!r} is not a valid choice")
+        return value
+
+    def _typed(self, raw: object) -> ParamValue:
+        text = raw.strip() if isinstance(raw, str) else None
+        if self.type == "int":
+            if isinstance(raw, int) and not isinstance(raw, bool):
+                return raw
+            if text is not None:
+                try:
+                    return int(text, 10)
+                except ValueError:
+                    pass
+            raise ValueError(f"{raw!r} is not an integer")
+        if self.type == "float":
+            if isinstance(raw, int | float) and not isinstance(raw, bool):
+                number = float(raw)
+            else:
+                try:
+                    number = float(text) if text is not None else math.nan
+                except ValueError:
+                    number = math.nan
+            if not math.isfinite(number):
+                raise ValueError(f"{raw!r} is not a finite number")
+            return number
+        if self.type == "bool":
+            if isinstance(raw, bool):
+                return raw
+            if text is not None and text.lower() in _TRUE | _FALSE:
+                return text.lower() in _TRUE
+            raise ValueError(f"{raw!r} is not a boolean")
+        if not isinstance(raw, str):
+            raise ValueError(f"{raw!r} is not a string")
+        return raw
+
+
+def render(value: ParamValue) -> str:
+    """A typed value as written after `--param k=`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def plain_number(number: float) -> str:
+    """10.0 as "10", 0.25 as "0.25": for command lines and messages."""
+    return str(int(number)) if float(number).is_integer() else repr(number)
+
+
+@dataclass(frozen=True)
+class Named:
+    name: str
+    help: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    help: str
+    params: dict[str, ParamValue]
+
+
+@dataclass(frozen=True)
+class Description:
+    suite: str
+    baseline: str | None
+    strategies: tuple[Named, ...]
+    default_scenario: str
+    scenarios: tuple[Scenario, ...]
+    params: dict[str, ParamSpec]
+    metrics: tuple[dict[str, Any], ...]
+
+    @property
+    def strategy_names(self) -> list[str]:
+        return [s.name for s in self.strategies]
+
+    def scenario(self, name: str) -> Scenario:
+        for scenario in self.scenarios:
+            if scenario.name == name:
+                return scenario
+        valid = ", ".join(s.name for s in self.scenarios)
+        raise BadInput(f"unknown scenario '{name}' for suite '{self.suite}' (valid: {valid})")
+
+    def param(self, name: str) -> ParamSpec:
+        if name not in self.params:
+            valid = ", ".join(self.params) or "none"
+            raise BadInput(f"unknown parameter '{name}' for suite '{self.suite}' (valid: {valid})")
+        return self.params[name]
+
+    def coerce(self, name: str, raw: object) -> ParamValue:
+        """A parameter value checked against describe; bad input names the valid values."""
+        spec = self.param(name)
+        try:
+            return spec.coerce(raw)
+        except ValueError as err:
+            raise BadInput(
+                f"bad value for parameter '{name}': {err} (valid: {spec.valid_values()})"
+            ) from err
+
+
+def describe(suite: Suite) -> Description:
+    """Run `<bin> describe` and check its output against the contract."""
+    command = f"`{suite.binary} describe`"
+    try:
+        done = subprocess.run(
+            [str(suite.binary), "describe"],
+            cwd=suite.folder,
+            capture_output=True,
+            text=True,
+            timeout=DESCRIBE_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as err:
+        raise DescribeError(f"{command} did not finish in {DESCRIBE_TIMEOUT_S} s") from err
+    except OSError as err:
+        raise DescribeError(f"{command} could not start: {err.strerror}") from err
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message on stderr"])[-1]
+        raise DescribeError(f"{command} exited with code {done.returncode}: {last}")
+    try:
+        data = json.loads(done.stdout)
+    except json.JSONDecodeError as err:
+        raise DescribeError(f"{command} printed invalid JSON: {err}") from err
+    try:
+        return parse_description(data, suite.name)
+    except ValueError as err:
+        raise DescribeError(f"{command} broke the workload contract: {err}") from err
+
+
+def parse_description(data: object, suite_name: str) -> Description:
+    """Validate a describe document; ValueError names the offending field."""
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    strategies = tuple(
+        _named(item, f"strategies[{i}]") for i, item in enumerate(_list(data, "strategies"))
+    )
+    if not strategies:
+        raise ValueError("'strategies' is empty")
+    params: dict[str, ParamSpec] = {}
+    for i, item in enumerate(_list(data, "params", required=False)):
+        spec = _param(item, f"params[{i}]")
+        params[spec.name] = spec
+    scenarios = tuple(
+        _scenario(item, f"scenarios[{i}]", params)
+        for i, item in enumerate(_list(data, "scenarios"))
+    )
+    names = [s.name for s in scenarios]
+    default = data.get("default_scenario")
+    if default not in names:
+        raise ValueError(f"'default_scenario' {default!r} is not one of the scenarios {names}")
+    metrics = tuple(_list(data, "metrics", required=False))
+    for i, metric in enumerate(metrics):
+        if not isinstance(metric, dict) or not isinstance(metric.get("name"), str):
+            raise ValueError(f"metrics[{i}] needs a string 'name'")
+    baseline = data.get("baseline")
+    if baseline is not None and not isinstance(baseline, str):
+        raise ValueError(f"'baseline' must be a strategy name, got {baseline!r}")
+    return Description(
+        suite=suite_name,
+        baseline=baseline,
+        strategies=strategies,
+        default_scenario=str(default),
+        scenarios=scenarios,
+        params=params,
+        metrics=metrics,
+    )
+
+
+def _list(data: Mapping[str, Any], key: str, *, required: bool = True) -> list[Any]:
+    value = data.get(key)
+    if value is None and not required:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"'{key}' must be a list, got {value!r}")
+    return value
+
+
+def _named(item: object, where: str) -> Named:
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+        raise ValueError(f"{where} needs a non-empty string 'name'")
+    return Named(name=item["name"], help=str(item.get("help", "")))
+
+
+def _param(item: object, where: str) -> ParamSpec:
+    named = _named(item, where)
+    assert isinstance(item, dict)
+    kind = item.get("type")
+    if kind not in PARAM_TYPES:
+        raise ValueError(f"{where}.type must be one of {', '.join(PARAM_TYPES)}, got {kind!r}")
+    choices = item.get("choices", [])
+    if kind == "choice" and (
+        not isinstance(choices, list) or not choices or not all(isinstance(c, str) for c in choices)
+    ):
+        raise ValueError(f"{where}.choices must be a non-empty list of strings")
+    bounds = {}
+    for key in ("min", "max"):
+        bound = item.get(key)
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int | float)):
+            raise ValueError(f"{where}.{key} must be a number, got {bound!r}")
+        bounds[key] = bound
+    spec = ParamSpec(
+        name=named.name,
+        type=str(kind),
+        default="",
+        help=named.help,
+        min=bounds["min"],
+        max=bounds["max"],
+        choices=tuple(choices) if kind == "choice" else (),
+    )
+    try:
+        default = spec.coerce(item.get("default"))
+    except ValueError as err:
+        raise ValueError(f"{where}.default: {err}") from err
+    return replace(spec, default=default)
+
+
+def _scenario(item: object, where: str, params: Mapping[str, ParamSpec]) -> Scenario:
+    named = _named(item, where)
+    assert isinstance(item, dict)
+    values = item.get("params", {})
+    if not isinstance(values, dict):
+        raise ValueError(f"{where}.params must be an object")
+    for key in values:
+        if key not in params:
+            raise ValueError(f"{where}.params sets '{key}', which is not in 'params'")
+    return Scenario(name=named.name, help=named.help, params=dict(values))

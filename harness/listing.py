@@ -1,0 +1,87 @@
+"""`harness list`: what every suite offers, as JSON entries and as tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.describe import Description, render
+from harness.suites import Suite
+
+
+def suite_entry(
+    suite: Suite, description: Description | None, problem: str | None
+) -> dict[str, Any]:
+    """One suite for `harness list --json`; `problem` says why there is no description."""
+    entry: dict[str, Any] = {
+        "name": suite.name,
+        "description": suite.description,
+        "folder": str(suite.folder),
+        "binary": str(suite.binary),
+        "built": suite.built,
+        "status": problem or "ok",
+    }
+    if description is None:
+        return entry
+    entry.update(
+        baseline=suite.baseline or description.baseline,
+        default_scenario=description.default_scenario,
+        strategies=[{"name": s.name, "help": s.help} for s in description.strategies],
+        scenarios=[
+            {"name": s.name, "help": s.help, "params": s.params} for s in description.scenarios
+        ],
+        params=[
+            {
+                "name": p.name,
+                "type": p.type,
+                "default": p.default,
+                "valid": p.valid_values(),
+                "min": p.min,
+                "max": p.max,
+                "choices": list(p.choices),
+                "help": p.help,
+            }
+            for p in description.params.values()
+        ],
+        metrics=list(description.metrics),
+    )
+    return entry
+
+
+def print_suites(entries: Sequence[dict[str, Any]], console: Console) -> None:
+    if not entries:
+        console.print("no suites found (a suite is a folder with a suite.toml)")
+    for entry in entries:
+        console.print(f"[bold]{entry['name']}[/bold]: {entry['description']}", highlight=False)
+        console.print(f"  folder: {entry['folder']}", highlight=False, markup=False)
+        if entry["status"] != "ok":
+            console.print(f"  {entry['status']}", style="yellow", markup=False)
+            console.print()
+            continue
+        console.print(
+            f"  baseline: {entry['baseline']}   default scenario: {entry['default_scenario']}",
+            markup=False,
+        )
+        strategies = Table("strategy", "help", title="strategies", title_justify="left")
+        for s in entry["strategies"]:
+            strategies.add_row(s["name"], s["help"])
+        scenarios = Table("scenario", "sets", "help", title="scenarios", title_justify="left")
+        for s in entry["scenarios"]:
+            sets = ", ".join(f"{k}={render(v)}" for k, v in s["params"].items())
+            scenarios.add_row(s["name"], sets or "-", s["help"])
+        params = Table(
+            "parameter",
+            "type",
+            "default",
+            "valid",
+            "help",
+            title="parameters",
+            title_justify="left",
+        )
+        for p in entry["params"]:
+            params.add_row(p["name"], p["type"], render(p["default"]), p["valid"], p["help"])
+        console.print(strategies, scenarios, params)
+        console.print()

@@ -1,0 +1,216 @@
+"""A run's plan: the cells (strategies x swept parameters) and their repeat order, validated."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.describe import Description, ParamSpec, ParamValue, render
+from harness.errors import BadInput
+from harness.suites import Matrix, Suite
+
+ORDERS = ("interleaved", "sequential")
+# Probes arrive in a later release; until then a run records none.
+PROBES = ("none",)
+
+
+@dataclass(frozen=True)
+class Cell:
+    id: str
+    strategy: str
+    scenario: str
+    params: dict[str, ParamValue]  # set by the scenario, the matrix or --param
+    explicit: dict[str, ParamValue]  # set by the matrix or --param: passed to the binary
+
+    @property
+    def label(self) -> str:
+        """The strategy and its explicit parameters, for progress lines."""
+        return " ".join([self.strategy, *(f"{k}={render(v)}" for k, v in self.explicit.items())])
+
+    def run_args(self) -> list[str]:
+        args = ["--strategy", self.strategy, "--scenario", self.scenario]
+        for key, value in self.explicit.items():
+            args += ["--param", f"{key}={render(value)}"]
+        return args
+
+
+@dataclass(frozen=True)
+class Plan:
+    suite: Suite
+    description: Description
+    strategies: tuple[str, ...]
+    cells: tuple[Cell, ...]
+    scenario: str
+    sweep: dict[str, list[ParamValue]]
+    duration_s: float
+    warmup_s: float
+    repeats: int
+    order: str
+    probes: tuple[str, ...]
+    baseline: str
+    scale: dict[str, Any] | None = None
+
+    def schedule(self) -> list[tuple[int, int]]:
+        """(cell index, repeat index) pairs in run order.
+
+        Interleaved runs every cell once per round, so slow drift of the machine (thermal,
+        background load) spreads over all cells instead of biasing the last ones.
+        """
+        cells, rounds = range(len(self.cells)), range(self.repeats)
+        if self.order == "interleaved":
+            return [(c, r) for r in rounds for c in cells]
+        return [(c, r) for c in cells for r in rounds]
+
+    def config(self) -> dict[str, Any]:
+        """The run.json `config` object."""
+        return {
+            "binary": str(self.suite.binary),
+            "strategies": list(self.strategies),
+            "scenario": self.scenario,
+            "params": self.sweep,
+            "duration_s": self.duration_s,
+            "warmup_s": self.warmup_s,
+            "repeats": self.repeats,
+            "order": self.order,
+            "probes": list(self.probes),
+            "baseline": self.baseline,
+            "scale": self.scale,
+        }
+
+
+def parse_probes(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    for name in names:
+        if name not in PROBES:
+            raise BadInput(
+                f"unknown probe '{name}' (valid: {', '.join(PROBES)}; probes arrive in a later "
+                "release)"
+            )
+    return tuple(n for n in names if n != "none")
+
+
+def build_plan(
+    suite: Suite,
+    description: Description,
+    *,
+    strategies: Sequence[str] | None,
+    scenario: str | None,
+    sweep: Mapping[str, Sequence[object]],
+    duration_s: float,
+    warmup_s: float,
+    repeats: int,
+    order: str,
+    probes: tuple[str, ...],
+    scale: dict[str, Any] | None = None,
+) -> Plan:
+    """Check every requested name and value against describe and lay out the cells."""
+    valid = description.strategy_names
+    chosen = list(dict.fromkeys(strategies)) if strategies else valid
+    for name in chosen:
+        if name not in valid:
+            raise BadInput(
+                f"unknown strategy '{name}' for suite '{suite.name}' (valid: {', '.join(valid)})"
+            )
+    scenario_name = scenario or description.default_scenario
+    scenario_params = description.scenario(scenario_name).params
+    axes: dict[str, list[ParamValue]] = {}
+    for key, values in sweep.items():
+        axes[key] = list(dict.fromkeys(description.coerce(key, v) for v in values))
+    baseline = _baseline(suite, description)
+    cells = []
+    for strategy in chosen:
+        for combo in itertools.product(*axes.values()):
+            explicit = dict(zip(axes, combo, strict=True))
+            cell_id = "/".join([strategy, *(f"{k}={render(v)}" for k, v in explicit.items())])
+            cells.append(
+                Cell(
+                    id=cell_id,
+                    strategy=strategy,
+                    scenario=scenario_name,
+                    params={**scenario_params, **explicit},
+                    explicit=explicit,
+                )
+            )
+    return Plan(
+        suite=suite,
+        description=description,
+        strategies=tuple(chosen),
+        cells=tuple(cells),
+        scenario=scenario_name,
+        sweep=axes,
+        duration_s=duration_s,
+        warmup_s=warmup_s,
+        repeats=repeats,
+        order=order,
+        probes=probes,
+        baseline=baseline,
+        scale=scale,
+    )
+
+
+def _baseline(suite: Suite, description: Description) -> str:
+    valid = description.strategy_names
+    if suite.baseline is not None:
+        if suite.baseline not in valid:
+            raise BadInput(
+                f"{suite.manifest}: key 'baseline': unknown strategy '{suite.baseline}' "
+                f"(valid: {', '.join(valid)})"
+            )
+        return suite.baseline
+    if description.baseline in valid:
+        return description.baseline
+    return valid[0]
+
+
+def plan_matrix(suite: Suite, description: Description, matrix: Matrix, logical_cpus: int) -> Plan:
+    """The plan of a suite's [bench] (or [quick]) matrix, scaled to this machine."""
+    sweep: dict[str, Sequence[object]] = dict(matrix.params)
+    scale_note = None
+    if matrix.scale is not None:
+        scale = matrix.scale
+        for name in scale.params:
+            spec = description.param(name)
+            if spec.type != "int":
+                raise BadInput(
+                    f"{suite.manifest}: key '{scale.key}.params': '{name}' is a {spec.type} "
+                    "parameter; only int parameters scale"
+                )
+            scaled = []
+            for value in sweep[name]:
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise BadInput(
+                        f"{suite.manifest}: key 'bench.params.{name}': {value!r} is not an integer"
+                    )
+                # Values are at the reference machine's scale: range-check them once scaled.
+                scaled.append(_clamp(scale.apply(value, logical_cpus), spec))
+            sweep[name] = scaled
+        scale_note = {
+            "logical_cpus": logical_cpus,
+            "reference_threads": scale.reference_threads,
+            "minimum": scale.minimum,
+            "params": list(scale.params),
+        }
+    return build_plan(
+        suite,
+        description,
+        strategies=matrix.strategies,
+        scenario=matrix.scenario,
+        sweep=sweep,
+        duration_s=matrix.duration_s,
+        warmup_s=matrix.warmup_s,
+        repeats=matrix.repeats,
+        order="interleaved",
+        probes=(),
+        scale=scale_note,
+    )
+
+
+def _clamp(value: int, spec: ParamSpec) -> int:
+    if spec.min is not None:
+        value = max(value, math.ceil(spec.min))
+    if spec.max is not None:
+        value = min(value, math.floor(spec.max))
+    return value

@@ -1,0 +1,169 @@
+"""Progress of a run on stderr: a live bar on a terminal, one line per repeat otherwise."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import IO, Any, Protocol
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
+
+from harness.workload import Outcome
+
+# Spawning, set-up and tear-down of a repeat on top of warm-up + duration, until measured.
+STARTUP_ESTIMATE_S = 0.5
+
+
+@dataclass(frozen=True)
+class Step:
+    """One repeat of one cell, as placed in the run's schedule."""
+
+    index: int  # 1-based position in the schedule
+    total: int
+    cell: int  # 1-based
+    cells: int
+    repeat: int  # 1-based
+    repeats: int
+    label: str  # strategy and explicit params
+
+    def where(self) -> str:
+        return f"cell {self.cell}/{self.cells} repeat {self.repeat}/{self.repeats} {self.label}"
+
+
+class ProgressView(Protocol):
+    def __enter__(self) -> ProgressView: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    def started(self, step: Step) -> None: ...
+
+    def finished(self, step: Step, outcome: Outcome) -> None: ...
+
+
+def outcome_text(outcome: Outcome) -> str:
+    if outcome.ok:
+        assert outcome.result is not None
+        ops = outcome.result.get("ops_per_sec")
+        if isinstance(ops, int | float):
+            return f"{ops:,.0f} ops/s"
+        return "ok"
+    return f"FAILED: {outcome.error}"
+
+
+class _Eta:
+    """Remaining time: steps left x the mean step so far (planned length before the first)."""
+
+    def __init__(self, total: int, planned_step_s: float) -> None:
+        self.total = total
+        self.planned_step_s = planned_step_s
+        self.started = time.monotonic()
+        self.done = 0
+
+    def step_done(self) -> None:
+        self.done += 1
+
+    def remaining_s(self) -> float:
+        elapsed = time.monotonic() - self.started
+        per_step = elapsed / self.done if self.done else self.planned_step_s
+        return max(0.0, per_step * self.total - elapsed)
+
+
+class LineProgress:
+    """For logs and pipes: one concise line per finished repeat."""
+
+    def __init__(self, stream: IO[str], total: int, planned_step_s: float) -> None:
+        self.stream = stream
+        self.eta = _Eta(total, planned_step_s)
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def started(self, step: Step) -> None:
+        return None
+
+    def finished(self, step: Step, outcome: Outcome) -> None:
+        self.eta.step_done()
+        eta = _clock(self.eta.remaining_s())
+        line = (
+            f"[{step.index}/{step.total}] {step.where()}: {outcome_text(outcome)} "
+            f"({outcome.elapsed_s:.1f} s, ETA {eta})"
+        )
+        print(line, file=self.stream, flush=True)
+
+
+class _EtaColumn(ProgressColumn):
+    def __init__(self, eta: _Eta) -> None:
+        super().__init__()
+        self.eta = eta
+
+    def render(self, task: Task) -> Text:
+        return Text(f"ETA {_clock(self.eta.remaining_s())}", style="progress.remaining")
+
+
+class RichProgress:
+    """For a terminal: bar, cell i/N, repeat r/R, strategy and params, elapsed, ETA, last ops/s."""
+
+    def __init__(self, console: Console, total: int, planned_step_s: float) -> None:
+        self.eta = _Eta(total, planned_step_s)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            _EtaColumn(self.eta),
+            TextColumn("{task.fields[last]}"),
+            console=console,
+            transient=False,
+        )
+        self.task = self.progress.add_task("starting", total=total, last="")
+
+    def __enter__(self) -> RichProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def started(self, step: Step) -> None:
+        self.progress.update(self.task, description=step.where())
+
+    def finished(self, step: Step, outcome: Outcome) -> None:
+        self.eta.step_done()
+        # A failure's reason is printed above the bar in full; the bar only flags it.
+        last = outcome_text(outcome) if outcome.ok else "FAILED"
+        fields: dict[str, Any] = {"last": f"last: {last}"}
+        self.progress.update(self.task, advance=1, **fields)
+        if not outcome.ok:
+            line = f"{step.where()}: {outcome_text(outcome)}"
+            self.progress.console.print(Text(line, style="red"))
+
+
+def make_progress(console: Console, total: int, planned_step_s: float) -> ProgressView:
+    if console.is_terminal:
+        return RichProgress(console, total, planned_step_s)
+    return LineProgress(console.file, total, planned_step_s)
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

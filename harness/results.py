@@ -1,0 +1,176 @@
+"""The run directory and its run.json, rewritten atomically after every repeat."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness import stats
+from harness.errors import BadInput
+from harness.plan import Plan
+
+SCHEMA_VERSION = 1
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Fail before anything is created if run directories cannot be made under `out_dir`."""
+    probe = out_dir
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise BadInput(f"cannot create run directories in {out_dir}: {probe} is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise BadInput(f"cannot create run directories in {out_dir}: {probe} is not writable")
+
+
+def make_run_dir(out_dir: Path, commit: str | None) -> tuple[str, Path]:
+    """`<out>/<UTC time>-<short commit>`, with -2, -3... when that name is taken."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    base = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{(commit or 'nogit')[:7]}"
+    for attempt in range(1, 1000):
+        run_id = base if attempt == 1 else f"{base}-{attempt}"
+        try:
+            (out_dir / run_id).mkdir()
+        except FileExistsError:
+            continue
+        return run_id, out_dir / run_id
+    raise BadInput(f"cannot create a run directory in {out_dir}: too many runs named {base}")
+
+
+def write_json_atomic(path: Path, doc: Mapping[str, Any]) -> None:
+    """Readers see the old or the new document, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            f.write(dumps(doc))
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def dumps(doc: Mapping[str, Any]) -> str:
+    """Strict JSON: a NaN or infinity (e.g. the interval of one sample) becomes null."""
+    return json.dumps(_finite(doc), indent=2, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def final_status(interrupted: bool, successes: int, failures: int) -> str:
+    if interrupted:
+        return "interrupted"
+    if successes == 0:
+        return "failed"
+    return "partial" if failures else "complete"
+
+
+class RunRecord:
+    """The run.json document of one run and the directory it lives in."""
+
+    def __init__(self, run_dir: Path, doc: dict[str, Any]) -> None:
+        self.run_dir = run_dir
+        self.doc = doc
+
+    @property
+    def path(self) -> Path:
+        return self.run_dir / "run.json"
+
+    @classmethod
+    def create(
+        cls,
+        out_dir: Path,
+        plan: Plan,
+        *,
+        git: Mapping[str, Any],
+        host: Mapping[str, Any],
+        command: Sequence[str],
+    ) -> RunRecord:
+        commit = git.get("commit")
+        run_id, run_dir = make_run_dir(out_dir, commit if isinstance(commit, str) else None)
+        doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": run_id,
+            "suite": plan.suite.name,
+            "status": "running",
+            "started_at": utc_now(),
+            "finished_at": None,
+            "git": dict(git),
+            "host": dict(host),
+            "config": {**plan.config(), "command": list(command)},
+            "metrics": [dict(m) for m in plan.description.metrics],
+            "cells": [
+                {
+                    "id": cell.id,
+                    "strategy": cell.strategy,
+                    "scenario": cell.scenario,
+                    "params": dict(cell.params),
+                    "resolved_params": {},
+                    "repeats": [],
+                    "failures": [],
+                    "summary": {},
+                    "probes": {},
+                    "profile": {},
+                }
+                for cell in plan.cells
+            ],
+            "comparisons": [],
+        }
+        record = cls(run_dir, doc)
+        record.write()
+        return record
+
+    def cell(self, index: int) -> dict[str, Any]:
+        cell: dict[str, Any] = self.doc["cells"][index]
+        return cell
+
+    def add_result(self, index: int, result: Mapping[str, Any]) -> None:
+        cell = self.cell(index)
+        cell["repeats"].append(dict(result))
+        params = result.get("params")
+        if not cell["resolved_params"] and isinstance(params, Mapping):
+            cell["resolved_params"] = dict(params)
+        cell["summary"] = stats.summarize_cell(cell["repeats"])
+
+    def add_failure(self, index: int, failure: Mapping[str, Any]) -> None:
+        self.cell(index)["failures"].append(dict(failure))
+
+    def counts(self) -> tuple[int, int]:
+        """(successful repeats, failed repeats) over all cells."""
+        cells = self.doc["cells"]
+        return sum(len(c["repeats"]) for c in cells), sum(len(c["failures"]) for c in cells)
+
+    def finish(self, interrupted: bool) -> str:
+        successes, failures = self.counts()
+        status = final_status(interrupted, successes, failures)
+        self.doc["status"] = status
+        self.doc["finished_at"] = utc_now()
+        self.write()  # the final status is saved even if the comparisons below fail
+        self.doc["comparisons"] = stats.compare_cells(
+            self.doc["cells"], self.doc["config"]["baseline"], self.doc["metrics"]
+        )
+        self.write()
+        return status
+
+    def write(self) -> None:
+        write_json_atomic(self.path, self.doc)

@@ -1,0 +1,66 @@
+"""Shared helpers: the sleepy fixture suite, isolated results/lock paths, running the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+HARNESS = [sys.executable, "-m", "harness"]
+
+
+@pytest.fixture
+def harness_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Env for a harness that sees only the fixture suites and writes only under tmp_path.
+
+    Set in this process too (for in-process `cli.main` calls); returned for subprocesses.
+    """
+    values = {
+        "HARNESS_WORKLOADS": str(FIXTURES),
+        "HARNESS_RESULTS": str(tmp_path / "results"),
+        "HARNESS_LOCK": str(tmp_path / "harness.lock"),
+        "SLEEPY_LOG": str(tmp_path / "sleepy.log"),
+    }
+    for key, value in values.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    return dict(os.environ)
+
+
+def run_harness(
+    args: list[str], env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*HARNESS, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def runs_dir(env: dict[str, str]) -> Path:
+    return Path(env["HARNESS_RESULTS"]) / "runs"
+
+
+def only_run(env: dict[str, str]) -> dict[str, Any]:
+    """The run.json of the one run directory the test created."""
+    run_dirs = list(runs_dir(env).iterdir())
+    assert len(run_dirs) == 1, run_dirs
+    doc: dict[str, Any] = json.loads((run_dirs[0] / "run.json").read_text())
+    return doc
+
+
+def sleepy_log(env: dict[str, str]) -> list[dict[str, Any]]:
+    """One entry per `sleepy.py run`: pid, server_pid, strategy, params."""
+    path = Path(env["SLEEPY_LOG"])
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def process_gone(pid: int) -> bool:
+    """Gone for good: not running, not a zombie waiting to be reaped."""
+    return not Path(f"/proc/{pid}").exists()

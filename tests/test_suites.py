@@ -1,0 +1,309 @@
+"""suite.toml parsing, describe validation, and the plan built from both."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES
+
+from harness.describe import ParamSpec, parse_description, render
+from harness.errors import BadInput
+from harness.plan import build_plan, parse_probes, plan_matrix
+from harness.suites import Scale, discover, load_suite, select
+
+DESCRIBE: dict[str, Any] = {
+    "suite": "toy",
+    "contract_version": 1,
+    "baseline": "b",
+    "strategies": [{"name": "a", "help": "A"}, {"name": "b", "help": "B"}],
+    "default_scenario": "steady",
+    "scenarios": [
+        {"name": "steady", "help": "", "params": {}},
+        {"name": "slow-tail", "help": "", "params": {"slow": 0.01}},
+    ],
+    "params": [
+        {"name": "n", "type": "int", "default": 64, "min": 1, "max": 100000, "help": ""},
+        {"name": "slow", "type": "float", "default": 0.0, "min": 0, "max": 1, "help": ""},
+        {"name": "mode", "type": "choice", "choices": ["r", "w"], "default": "w", "help": ""},
+        {"name": "on", "type": "bool", "default": False, "help": ""},
+    ],
+    "metrics": [{"name": "ops_per_sec", "unit": "ops/s", "better": "higher"}],
+}
+
+
+def write_suite(folder: Path, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = folder / "suite.toml"
+    manifest.write_text(text)
+    return manifest
+
+
+def test_the_fixture_suite_and_its_quick_overrides() -> None:
+    suites = discover(FIXTURES)
+    assert list(suites) == ["sleepy"]
+    suite = suites["sleepy"]
+    assert suite.binary == FIXTURES / "sleepy" / "sleepy.py" and suite.built
+    assert suite.baseline == "slow"
+    assert suite.bench.strategies == ("slow", "fast")
+    assert suite.bench.params == {"rate": (64, 3200)}
+    assert (suite.bench.repeats, suite.bench.duration_s, suite.bench.warmup_s) == (2, 0.2, 0.05)
+    assert suite.bench.scale == Scale(32, ("rate",), 10, "bench.scale")
+    # [quick] replaces what it sets and inherits the rest.
+    assert (suite.quick.repeats, suite.quick.duration_s, suite.quick.warmup_s) == (2, 0.1, 0.0)
+    assert suite.quick.params == suite.bench.params and suite.quick.scale == suite.bench.scale
+
+
+def test_defaults_when_there_is_no_bench_table(tmp_path: Path) -> None:
+    suite = load_suite(write_suite(tmp_path / "s", 'name = "s"\nbinary = "bin/s"\n'))
+    assert suite.bench.strategies is None and suite.bench.scenario is None
+    assert (suite.bench.repeats, suite.bench.duration_s, suite.bench.warmup_s) == (5, 10.0, 2.0)
+    assert suite.build is None and suite.baseline is None and not suite.built
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('binary = "x"', "key 'name': missing"),
+        ('name = "Bad Name"\nbinary = "x"', "key 'name': 'Bad Name' must match"),
+        ('name = "s"', "key 'binary': missing"),
+        ('name = "s"\nbinary = "x"\nbinnary = 1', "key 'binnary': unknown key (valid: baseline,"),
+        ('name = "s"\nbinary = "x"\n[bench]\nrepeats = 0', "key 'bench.repeats': expected an "),
+        ('name = "s"\nbinary = "x"\n[bench]\nrepeats = true', "key 'bench.repeats'"),
+        ('name = "s"\nbinary = "x"\n[bench]\nduration_s = 0', "key 'bench.duration_s': expected a"),
+        ('name = "s"\nbinary = "x"\n[quick]\nwarmup_s = -1', "key 'quick.warmup_s': expected a"),
+        ('name = "s"\nbinary = "x"\n[bench]\nstrategies = []', "key 'bench.strategies'"),
+        ('name = "s"\nbinary = "x"\n[bench.params]\nn = []', "key 'bench.params.n'"),
+        ('name = "s"\nbinary = "x"\n[bench.scale]\nminimum = 2', "key 'bench.scale.params': miss"),
+        (
+            'name = "s"\nbinary = "x"\n[bench.scale]\nparams = ["n"]',
+            "key 'bench.scale.params': 'n' is not swept in [bench.params]",
+        ),
+        ('name = "s"\nbinary = "x"\nbench = 3', "key 'bench': expected a table"),
+        ('name = "s"\nbinary = ', "invalid TOML"),
+    ],
+)
+def test_invalid_suite_toml_names_the_file_and_key(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    manifest = write_suite(tmp_path / "s", text)
+    with pytest.raises(BadInput) as err:
+        load_suite(manifest)
+    assert str(err.value).startswith(f"{manifest}: ")
+    assert expected in str(err.value)
+
+
+def test_duplicate_suite_names_and_unknown_selection(tmp_path: Path) -> None:
+    write_suite(tmp_path / "one", 'name = "same"\nbinary = "x"\n')
+    write_suite(tmp_path / "two", 'name = "same"\nbinary = "x"\n')
+    with pytest.raises(BadInput, match=r"'same' is also the name of .*one/suite\.toml"):
+        discover(tmp_path)
+    with pytest.raises(BadInput, match="does not exist"):
+        discover(tmp_path / "missing")
+    with pytest.raises(BadInput, match=r"unknown suite 'nope' \(valid: sleepy\)"):
+        select(discover(FIXTURES), ["nope"])
+
+
+def test_scale_to_this_machine() -> None:
+    scale = Scale(reference_threads=32, params=("n",), minimum=16, key="bench.scale")
+    assert scale.apply(4096, 2) == 256
+    assert scale.apply(256, 2) == 16
+    assert scale.apply(4096, 32) == 4096
+    assert scale.apply(4096, 64) == 8192
+
+
+@pytest.mark.parametrize(
+    ("spec", "raw", "value"),
+    [
+        ({"type": "int", "min": 1, "max": 10}, "7", 7),
+        ({"type": "int"}, 7, 7),
+        ({"type": "float", "min": 0, "max": 1}, "0.25", 0.25),
+        ({"type": "float"}, 2, 2.0),
+        ({"type": "bool"}, "true", True),
+        ({"type": "bool"}, "no", False),
+        ({"type": "choice", "choices": ["r", "w"]}, "r", "r"),
+        ({"type": "string"}, "any thing", "any thing"),
+    ],
+)
+def test_param_values_are_typed(spec: dict[str, Any], raw: object, value: object) -> None:
+    param = ParamSpec(name="p", type=spec.pop("type"), default=0, help="", **spec)
+    coerced = param.coerce(raw)
+    assert coerced == value and type(coerced) is type(value)
+
+
+@pytest.mark.parametrize(
+    ("spec", "raw", "problem"),
+    [
+        ({"type": "int", "min": 1, "max": 10}, "11", "out of range"),
+        ({"type": "int", "min": 1, "max": 10}, "0", "out of range"),
+        ({"type": "int"}, "6.4", "not an integer"),
+        ({"type": "int"}, True, "not an integer"),
+        ({"type": "float"}, "nan", "not a finite number"),
+        ({"type": "float"}, "fast", "not a finite number"),
+        ({"type": "bool"}, "maybe", "not a boolean"),
+        ({"type": "choice", "choices": ("r", "w")}, "x", "not a valid choice"),
+        ({"type": "string"}, 3, "not a string"),
+    ],
+)
+def test_bad_param_values(spec: dict[str, Any], raw: object, problem: str) -> None:
+    param = ParamSpec(name="p", type=spec.pop("type"), default=0, help="", **spec)
+    with pytest.raises(ValueError, match=problem):
+        param.coerce(raw)
+
+
+def test_values_render_for_the_command_line() -> None:
+    assert [render(v) for v in (True, False, 64, 0.01, "x")] == ["true", "false", "64", "0.01", "x"]
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"strategies": []}, "'strategies' is empty"),
+        ({"strategies": [{"help": "no name"}]}, "strategies[0] needs a non-empty string 'name'"),
+        ({"default_scenario": "nope"}, "'default_scenario' 'nope' is not one of the scenarios"),
+        ({"params": [{"name": "n", "type": "long", "default": 1}]}, "params[0].type must be"),
+        (
+            {"params": [{"name": "n", "type": "int", "default": 0, "min": 1}]},
+            "params[0].default: 0 is out of range",
+        ),
+        ({"params": [{"name": "m", "type": "choice", "default": "a"}]}, "params[0].choices"),
+        ({"metrics": [{"unit": "ns"}]}, "metrics[0] needs a string 'name'"),
+        (
+            {"scenarios": [{"name": "steady", "params": {"ghost": 1}}]},
+            "scenarios[0].params sets 'ghost'",
+        ),
+    ],
+)
+def test_describe_output_is_checked(change: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ValueError) as err:
+        parse_description({**DESCRIBE, **change}, "toy")
+    assert problem in str(err.value)
+
+
+def plan_for(tmp_path: Path, **kwargs: Any) -> Any:
+    suite = load_suite(write_suite(tmp_path / "toy", 'name = "toy"\nbinary = "toy"\n'))
+    options: dict[str, Any] = {
+        "strategies": None,
+        "scenario": None,
+        "sweep": {},
+        "duration_s": 1.0,
+        "warmup_s": 0.0,
+        "repeats": 2,
+        "order": "interleaved",
+        "probes": (),
+    }
+    return build_plan(suite, parse_description(DESCRIBE, "toy"), **{**options, **kwargs})
+
+
+def test_cells_are_strategies_times_the_swept_values(tmp_path: Path) -> None:
+    plan = plan_for(tmp_path, sweep={"n": ["8", "16", "8"], "mode": ["r", "w"]})
+    assert plan.sweep == {"n": [8, 16], "mode": ["r", "w"]}
+    assert [c.id for c in plan.cells] == [
+        "a/n=8/mode=r",
+        "a/n=8/mode=w",
+        "a/n=16/mode=r",
+        "a/n=16/mode=w",
+        "b/n=8/mode=r",
+        "b/n=8/mode=w",
+        "b/n=16/mode=r",
+        "b/n=16/mode=w",
+    ]
+    assert plan.cells[0].run_args() == [
+        "--strategy",
+        "a",
+        "--scenario",
+        "steady",
+        "--param",
+        "n=8",
+        "--param",
+        "mode=r",
+    ]
+    assert plan.baseline == "b"  # describe's, as suite.toml names none
+    assert plan.schedule()[:9] == [(c, 0) for c in range(8)] + [(0, 1)]
+
+
+def test_sequential_schedule(tmp_path: Path) -> None:
+    plan = plan_for(tmp_path, strategies=["b", "a"], order="sequential")
+    assert [c.strategy for c in plan.cells] == ["b", "a"]
+    assert plan.schedule() == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+def test_scenario_params_show_in_cells_but_only_explicit_ones_are_passed(tmp_path: Path) -> None:
+    plan = plan_for(tmp_path, scenario="slow-tail", sweep={"n": ["4"]})
+    (cell, _) = plan.cells
+    assert cell.params == {"slow": 0.01, "n": 4}
+    assert cell.run_args()[-2:] == ["--param", "n=4"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"strategies": ["c"]}, "unknown strategy 'c' for suite 'toy' (valid: a, b)"),
+        ({"scenario": "x"}, "unknown scenario 'x' for suite 'toy' (valid: steady, slow-tail)"),
+        ({"sweep": {"m": ["1"]}}, "unknown parameter 'm' for suite 'toy' (valid: n, slow, mode"),
+        ({"sweep": {"n": ["0"]}}, "bad value for parameter 'n': '0' is out of range (valid: int"),
+        ({"sweep": {"mode": ["x"]}}, "'x' is not a valid choice (valid: r, w)"),
+        ({"sweep": {"on": ["2"]}}, "'2' is not a boolean (valid: true, false)"),
+    ],
+)
+def test_bad_plans_name_the_valid_choices(
+    tmp_path: Path, kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(BadInput) as err:
+        plan_for(tmp_path, **kwargs)
+    assert message in str(err.value)
+
+
+def test_probes() -> None:
+    assert parse_probes("none") == ()
+    with pytest.raises(BadInput, match=r"unknown probe 'sched' \(valid: none;"):
+        parse_probes("none,sched")
+
+
+def test_bench_matrix_is_scaled_and_clamped(tmp_path: Path) -> None:
+    text = 'name = "toy"\nbinary = "toy"\n[bench.params]\nn = [4096, 256, 200000]\n'
+    text += '[bench.scale]\nparams = ["n"]\nminimum = 16\n'
+    suite = load_suite(write_suite(tmp_path / "toy", text))
+    plan = plan_matrix(suite, parse_description(DESCRIBE, "toy"), suite.bench, 2)
+    # 200000 is above describe's max, but scaled first: 12500 is in range.
+    assert plan.sweep == {"n": [256, 16, 12500]}
+    assert plan.scale == {
+        "logical_cpus": 2,
+        "reference_threads": 32,
+        "minimum": 16,
+        "params": ["n"],
+    }
+    plan = plan_matrix(suite, parse_description(DESCRIBE, "toy"), suite.bench, 64)
+    assert plan.sweep == {"n": [8192, 512, 100000]}  # clamped to describe's max
+
+
+def test_only_int_params_scale(tmp_path: Path) -> None:
+    text = 'name = "toy"\nbinary = "toy"\n[bench.params]\nslow = [0.5]\n'
+    text += '[bench.scale]\nparams = ["slow"]\n'
+    manifest = write_suite(tmp_path / "toy", text)
+    suite = load_suite(manifest)
+    with pytest.raises(BadInput) as err:
+        plan_matrix(suite, parse_description(DESCRIBE, "toy"), suite.bench, 2)
+    assert str(err.value) == (
+        f"{manifest}: key 'bench.scale.params': 'slow' is a float parameter; "
+        "only int parameters scale"
+    )
+
+
+def test_a_baseline_unknown_to_describe_is_reported(tmp_path: Path) -> None:
+    manifest = write_suite(tmp_path / "toy", 'name = "toy"\nbinary = "t"\nbaseline = "zz"\n')
+    suite = load_suite(manifest)
+    with pytest.raises(BadInput, match=r"key 'baseline': unknown strategy 'zz' \(valid: a, b\)"):
+        build_plan(
+            suite,
+            parse_description(DESCRIBE, "toy"),
+            strategies=None,
+            scenario=None,
+            sweep={},
+            duration_s=1,
+            warmup_s=0,
+            repeats=1,
+            order="interleaved",
+            probes=(),
+        )

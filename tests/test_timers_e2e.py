@@ -1,0 +1,94 @@
+"""End to end: the harness drives the real timers binary (built by `make deps`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_harness
+
+from harness.paths import REPO_ROOT
+from harness.suites import discover
+
+WORKLOADS = REPO_ROOT / "workloads"
+
+
+@pytest.fixture
+def timers_env(harness_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    suite = discover(WORKLOADS)["timers"]
+    if not suite.built:
+        pytest.fail(f"the timers binary {suite.binary} is not built: run `make deps`")
+    return {**harness_env, "HARNESS_WORKLOADS": str(WORKLOADS)}
+
+
+def run_timers(args: list[str], env: dict[str, str]) -> dict[str, Any]:
+    done = run_harness(["run", "timers", *args, "--json"], env, timeout=180)
+    assert done.returncode == 0, done.stderr
+    doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
+
+
+def test_three_strategies_complete_and_every_request_is_accounted_for(
+    timers_env: dict[str, str],
+) -> None:
+    doc = run_timers(
+        [
+            "--strategies",
+            "none,tokio-timeout,deadline-tracker",
+            "--param",
+            "concurrency=64",
+            "--duration-s",
+            "1",
+            "--warmup-s",
+            "0.3",
+            "--repeat",
+            "2",
+        ],
+        timers_env,
+    )
+    assert doc["status"] == "complete"
+    assert [c["strategy"] for c in doc["cells"]] == ["none", "tokio-timeout", "deadline-tracker"]
+    for cell in doc["cells"]:
+        assert cell["params"]["concurrency"] == 64
+        assert cell["resolved_params"]["concurrency"] == 64
+        assert len(cell["repeats"]) == 2 and cell["failures"] == []
+        for result in cell["repeats"]:
+            assert result["issued"] > 0 and result["ops_per_sec"] > 0
+            assert result["issued"] == result["ok"] + result["timeouts"] + result["errors"]
+        assert cell["summary"]["ops_per_sec"]["n"] == 2
+    ratios = [c for c in doc["comparisons"] if c["metric"] == "ops_per_sec"]
+    assert [(c["baseline"], c["candidate"]) for c in ratios] == [
+        ("none", "tokio-timeout"),
+        ("none", "deadline-tracker"),
+    ]
+    assert all(c["ratio"] > 0 for c in ratios)
+
+
+def test_slow_tail_requests_time_out_on_the_hashed_wheel(timers_env: dict[str, str]) -> None:
+    doc = run_timers(
+        [
+            "--scenario",
+            "slow-tail",
+            "--strategies",
+            "hashed-wheel",
+            "--param",
+            "tick_ms=10",
+            "--param",
+            "concurrency=64",
+            "--duration-s",
+            "1",
+            "--warmup-s",
+            "0.3",
+            "--repeat",
+            "2",
+        ],
+        timers_env,
+    )
+    assert doc["status"] == "complete"
+    (cell,) = doc["cells"]
+    assert cell["scenario"] == "slow-tail" and cell["params"]["tick_ms"] == 10
+    for result in cell["repeats"]:
+        assert result["server_slow"] > 0
+        assert result["timeouts"] == result["server_slow"]
