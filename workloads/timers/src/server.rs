@@ -1,0 +1,365 @@
+//! The server the client is measured against: a tokio multi-thread runtime answering the
+//! [`protocol`](crate::protocol) on 127.0.0.1.
+//!
+//! Per connection a reader task parses request frames and a writer task writes the answers
+//! in batches. Answers due at once go straight to the writer's queue; an answer with a
+//! service time, or one of the `slow_fraction` answered only after `slow_delay`, is sent by
+//! its own task when its tokio timer fires, so answers leave in any order. Each connection
+//! counts the requests flagged as measured and how many of them it made slow, and reports
+//! both in answer to `STATS`; since frames of one connection are read in order, a `STATS`
+//! sent after a batch of requests counts all of them.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+use rand_distr::Exp1;
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Runtime;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::params::{Params, ServiceDist};
+use crate::protocol::{self, FrameReader, ProtocolError, Request, ServerStats};
+
+/// Answers taken off the queue per wake-up of a writer.
+const BATCH_REPLIES: usize = 512;
+/// A write buffer this full goes out even if more answers are queued.
+const FLUSH_BYTES: usize = 256 << 10;
+/// Initial size of a connection's read buffer.
+const READ_BUFFER: usize = 64 << 10;
+/// Longest exponential service time, in means.
+const EXP_CAP: f64 = 10.0;
+
+/// How the server answers.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub threads: usize,
+    pub slow_fraction: f64,
+    pub slow_delay: Duration,
+    pub service_time: Duration,
+    pub service_dist: ServiceDist,
+    pub seed: u64,
+}
+
+impl ServerConfig {
+    /// The server side of a run's parameters.
+    pub fn from_params(params: &Params) -> ServerConfig {
+        ServerConfig {
+            threads: params.server_threads,
+            slow_fraction: params.slow_fraction,
+            slow_delay: params.slow_delay,
+            service_time: params.service_time,
+            service_dist: params.service_dist,
+            seed: params.seed,
+        }
+    }
+
+    /// The delay before answering one request, and whether it is a slow one.
+    fn delay(&self, rng: &mut SmallRng) -> (Duration, bool) {
+        if self.slow_fraction > 0.0 && rng.random::<f64>() < self.slow_fraction {
+            return (self.slow_delay, true);
+        }
+        let service = match self.service_dist {
+            ServiceDist::Fixed => self.service_time,
+            ServiceDist::Exp if self.service_time.is_zero() => Duration::ZERO,
+            ServiceDist::Exp => {
+                let draw: f64 = rng.sample(Exp1);
+                self.service_time.mul_f64(draw.min(EXP_CAP))
+            }
+        };
+        (service, false)
+    }
+}
+
+/// A running server; dropping it shuts its runtime down.
+pub struct Server {
+    runtime: Option<Runtime>,
+    addr: SocketAddr,
+    accept: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl Server {
+    /// Binds 127.0.0.1:`port` (0 = any free port) and starts serving on a runtime of
+    /// `config.threads` workers.
+    pub fn start(config: ServerConfig, port: u16) -> io::Result<Server> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.threads)
+            .thread_name("timers-server")
+            .enable_all()
+            .build()?;
+        let listener = runtime.block_on(TcpListener::bind(SocketAddr::from((
+            Ipv4Addr::LOCALHOST,
+            port,
+        ))))?;
+        let addr = listener.local_addr()?;
+        let accept = runtime.spawn(accept_loop(listener, Arc::new(config)));
+        Ok(Server {
+            runtime: Some(runtime),
+            addr,
+            accept: Some(accept),
+        })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves until accepting fails.
+    pub fn wait(mut self) -> io::Result<()> {
+        let runtime = self.runtime.as_ref().expect("present until drop");
+        let accept = self.accept.take().expect("present until wait");
+        runtime
+            .block_on(accept)
+            .map_err(|e| io::Error::other(format!("accept task failed: {e}")))?
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, config: Arc<ServerConfig>) -> io::Result<()> {
+    let mut conn_no = 0u64;
+    loop {
+        let (socket, _) = listener.accept().await?;
+        socket.set_nodelay(true)?;
+        tokio::spawn(serve_connection(socket, Arc::clone(&config), conn_no));
+        conn_no += 1;
+    }
+}
+
+/// One answer on its way to the writer.
+#[derive(Clone, Copy, Debug)]
+struct Reply {
+    stream: u32,
+    kind: ReplyKind,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum ReplyKind {
+    Done,
+    Value(u32),
+    Stats(ServerStats),
+    Error(&'static str),
+}
+
+async fn serve_connection(socket: TcpStream, config: Arc<ServerConfig>, conn_no: u64) {
+    let (rd, wr) = socket.into_split();
+    let (replies, rx) = mpsc::unbounded_channel();
+    tokio::spawn(write_replies(wr, rx));
+    if let Err(e) = read_requests(rd, replies, &config, conn_no).await {
+        // The client hanging up at the end of a run is normal; broken frames are not.
+        if e.kind() == io::ErrorKind::InvalidData {
+            eprintln!("timers server: connection {conn_no}: {e}");
+        }
+    }
+}
+
+async fn read_requests(
+    mut rd: OwnedReadHalf,
+    replies: mpsc::UnboundedSender<Reply>,
+    config: &ServerConfig,
+    conn_no: u64,
+) -> io::Result<()> {
+    let mut frames = FrameReader::with_capacity(READ_BUFFER);
+    let mut rng =
+        SmallRng::seed_from_u64(config.seed ^ conn_no.wrapping_mul(0x2545_f491_4f6c_dd1d));
+    let mut stats = ServerStats::default();
+    loop {
+        if frames.fill(&mut rd).await? == 0 {
+            return Ok(());
+        }
+        while let Some(frame) = frames.next_frame()? {
+            let stream = frame.header.stream;
+            let measured = frame.header.flags & protocol::FLAG_MEASURED != 0;
+            let kind = match Request::decode(&frame.header, frame.body) {
+                Ok(Request::Write { .. }) => ReplyKind::Done,
+                Ok(Request::Read { value_len, .. }) => ReplyKind::Value(value_len),
+                Ok(Request::Stats) => {
+                    let _ = replies.send(Reply {
+                        stream,
+                        kind: ReplyKind::Stats(stats),
+                    });
+                    continue;
+                }
+                Err(ProtocolError::UnknownOpcode(_)) => ReplyKind::Error("unknown opcode"),
+                Err(_) => ReplyKind::Error("malformed request"),
+            };
+            let reply = Reply { stream, kind };
+            if matches!(kind, ReplyKind::Error(_)) {
+                let _ = replies.send(reply);
+                continue;
+            }
+            let (delay, slow) = config.delay(&mut rng);
+            if measured {
+                stats.measured_requests += 1;
+                stats.measured_slow += u64::from(slow);
+            }
+            if delay.is_zero() {
+                // A failed send means the writer is gone; the read side ends soon after.
+                let _ = replies.send(reply);
+            } else {
+                let replies = replies.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    let _ = replies.send(reply);
+                });
+            }
+        }
+    }
+}
+
+async fn write_replies(mut wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Reply>) {
+    let mut batch = Vec::with_capacity(BATCH_REPLIES);
+    let mut out = Vec::with_capacity(FLUSH_BYTES);
+    let mut value = Vec::new();
+    let mut encode = |reply: Reply, out: &mut Vec<u8>| match reply.kind {
+        ReplyKind::Done => protocol::encode_response(out, reply.stream, protocol::OP_DONE, &[]),
+        ReplyKind::Value(len) => {
+            let len = len as usize;
+            if value.len() < len {
+                value.resize(len, 0xa5);
+            }
+            protocol::encode_response(out, reply.stream, protocol::OP_VALUE, &value[..len]);
+        }
+        ReplyKind::Stats(stats) => protocol::encode_response(
+            out,
+            reply.stream,
+            protocol::OP_STATS_RESULT,
+            &stats.to_bytes(),
+        ),
+        ReplyKind::Error(message) => {
+            protocol::encode_response(out, reply.stream, protocol::OP_ERROR, message.as_bytes())
+        }
+    };
+    loop {
+        if rx.recv_many(&mut batch, BATCH_REPLIES).await == 0 {
+            return;
+        }
+        for reply in batch.drain(..) {
+            encode(reply, &mut out);
+        }
+        while out.len() < FLUSH_BYTES {
+            match rx.try_recv() {
+                Ok(reply) => encode(reply, &mut out),
+                Err(_) => break,
+            }
+        }
+        if wr.write_all(&out).await.is_err() {
+            // The client is gone; dropping the queue makes further sends fail quietly.
+            return;
+        }
+        out.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(slow_fraction: f64) -> ServerConfig {
+        ServerConfig {
+            threads: 1,
+            slow_fraction,
+            slow_delay: Duration::from_millis(50),
+            service_time: Duration::ZERO,
+            service_dist: ServiceDist::Fixed,
+            seed: 7,
+        }
+    }
+
+    #[test]
+    fn delays_follow_the_config() {
+        let mut rng = SmallRng::seed_from_u64(1);
+        let c = config(0.0);
+        assert_eq!(c.delay(&mut rng), (Duration::ZERO, false));
+        let c = config(1.0);
+        assert_eq!(c.delay(&mut rng), (Duration::from_millis(50), true));
+        let c = ServerConfig {
+            service_time: Duration::from_micros(100),
+            service_dist: ServiceDist::Exp,
+            ..config(0.0)
+        };
+        let draws: Vec<Duration> = (0..10_000).map(|_| c.delay(&mut rng).0).collect();
+        assert!(draws.iter().all(|d| *d <= Duration::from_millis(1)));
+        let mean = draws.iter().sum::<Duration>() / draws.len() as u32;
+        assert!(
+            (Duration::from_micros(90)..Duration::from_micros(110)).contains(&mean),
+            "{mean:?}"
+        );
+        let c = config(0.25);
+        let slow = (0..10_000).filter(|_| c.delay(&mut rng).1).count();
+        assert!((2_200..2_800).contains(&slow), "{slow}");
+    }
+
+    #[test]
+    fn answers_requests_out_of_order_and_counts_measured_slow_ones() {
+        let server = Server::start(config(0.5), 0).unwrap();
+        let client = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        client.block_on(async {
+            let mut socket = TcpStream::connect(server.addr()).await.unwrap();
+            let mut out = Vec::new();
+            for stream in 0..40u32 {
+                let flags = if stream % 2 == 0 {
+                    protocol::FLAG_MEASURED
+                } else {
+                    0
+                };
+                if stream % 4 < 2 {
+                    protocol::encode_write(&mut out, stream, flags, 1, &[0; 10]);
+                } else {
+                    protocol::encode_read(&mut out, stream, flags, 1, 33);
+                }
+            }
+            out.extend_from_slice(&[0, 0, 0, 0, 99, 0, 0, 0, 0x42, 0]);
+            socket.write_all(&out).await.unwrap();
+            let mut frames = FrameReader::with_capacity(1024);
+            let mut seen = Vec::new();
+            while seen.len() < 41 {
+                assert!(frames.fill(&mut socket).await.unwrap() > 0);
+                while let Some(f) = frames.next_frame().unwrap() {
+                    seen.push((f.header.stream, f.header.opcode, f.body.len()));
+                }
+            }
+            // The unknown opcode is answered with an error at once, before the slow ones.
+            assert!(seen.contains(&(99, protocol::OP_ERROR, "unknown opcode".len())));
+            let mut streams: Vec<u32> = seen.iter().map(|s| s.0).collect();
+            assert_ne!(streams, (0..40).chain([99]).collect::<Vec<_>>(), "in order");
+            streams.sort();
+            assert_eq!(streams, (0..40).chain([99]).collect::<Vec<_>>());
+            for &(stream, opcode, len) in &seen {
+                match stream {
+                    99 => {}
+                    s if s % 4 < 2 => assert_eq!((opcode, len), (protocol::OP_DONE, 0)),
+                    _ => assert_eq!((opcode, len), (protocol::OP_VALUE, 33)),
+                }
+            }
+            out.clear();
+            protocol::encode_stats(&mut out, 1000);
+            socket.write_all(&out).await.unwrap();
+            let stats = loop {
+                if let Some(f) = frames.next_frame().unwrap() {
+                    assert_eq!(f.header.opcode, protocol::OP_STATS_RESULT);
+                    break ServerStats::from_bytes(f.body).unwrap();
+                }
+                assert!(frames.fill(&mut socket).await.unwrap() > 0);
+            };
+            assert_eq!(stats.measured_requests, 20);
+            assert!((1..20).contains(&stats.measured_slow), "{stats:?}");
+        });
+    }
+}

@@ -1,0 +1,117 @@
+//! `scheduled-executor`, `hashed-wheel`, `hashed-wheel-offload`: lettuce's command
+//! expiry. Each request schedules a timeout on a thread-based engine from the
+//! `timer-engines` crate when it is sent; whoever completes the request cancels it on the
+//! spot (lettuce's `onComplete(... -> timeout.cancel())`, see
+//! [`Completion`](crate::completion::Completion)). When the timeout fires, the engine's
+//! callback orphans the request's handler (connection + stream id + request id) and
+//! resolves it as timed out; a callback that loses the race against the answer finds a
+//! different (or no) request under that id and does nothing.
+//!
+//! Cancellations happen on the resolving thread, not in the task, so the `timer` counters
+//! of these strategies come from the engine (`cancelled` included).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use timer_engines::{Expiry, HashedWheelTimer, ScheduledExecutor, TimerHandle, WheelConfig};
+
+use crate::completion::{Completion, Outcome};
+use crate::connection::Connection;
+use crate::handler_map::RequestId;
+use crate::metrics::TimerCounts;
+use crate::params::Params;
+use crate::strategy::{Request, StrategyKind};
+
+/// What a scheduled timeout expires.
+#[derive(Clone, Copy, Debug)]
+pub struct ExpiryTarget {
+    conn: u32,
+    id: RequestId,
+}
+
+enum Kind {
+    Executor(ScheduledExecutor<ExpiryTarget>),
+    Wheel(HashedWheelTimer<ExpiryTarget>),
+}
+
+/// A running timer engine; dropping it joins its threads.
+pub struct Engine {
+    kind: Kind,
+    timeout: std::time::Duration,
+}
+
+impl Engine {
+    /// Starts the engine of `strategy` for `conns`.
+    pub fn new(strategy: StrategyKind, params: &Params, conns: Arc<[Arc<Connection>]>) -> Engine {
+        let on_expire = move |target: ExpiryTarget| {
+            conns[target.conn as usize].time_out(target.id);
+        };
+        let wheel = |expiry| WheelConfig {
+            tick: params.tick,
+            wheel_size: params.wheel_size,
+            expiry,
+            ..WheelConfig::default()
+        };
+        let kind = match strategy {
+            StrategyKind::ScheduledExecutor => {
+                Kind::Executor(ScheduledExecutor::new(params.executor_threads, on_expire))
+            }
+            StrategyKind::HashedWheel => {
+                Kind::Wheel(HashedWheelTimer::new(wheel(Expiry::OnWorker), on_expire))
+            }
+            StrategyKind::HashedWheelOffload => Kind::Wheel(HashedWheelTimer::new(
+                wheel(Expiry::Offload {
+                    threads: params.executor_threads,
+                }),
+                on_expire,
+            )),
+            other => unreachable!("{} does not run on a timer engine", other.name()),
+        };
+        Engine {
+            kind,
+            timeout: params.timeout,
+        }
+    }
+
+    fn schedule(&self, deadline: Instant, target: ExpiryTarget) -> TimerHandle {
+        match &self.kind {
+            Kind::Executor(executor) => executor.schedule(deadline, target),
+            Kind::Wheel(wheel) => wheel.new_timeout(deadline, target),
+        }
+    }
+
+    /// Issues `request` with a timeout on the engine and waits for the outcome.
+    pub async fn execute(
+        &self,
+        conn: &Connection,
+        completion: &Arc<Completion>,
+        request: Request,
+        counts: &mut TimerCounts,
+    ) -> Outcome {
+        let deadline = request.sent_at + self.timeout;
+        let id = match conn.register(completion, Some(deadline), request.measured) {
+            Ok(id) => id,
+            Err(e) => return Outcome::Error(e),
+        };
+        let target = ExpiryTarget {
+            conn: conn.index() as u32,
+            id,
+        };
+        completion.set_timeout(self.schedule(deadline, target));
+        counts.registered += 1;
+        conn.send(id, request.key, request.measured);
+        let outcome = completion.wait(id).await;
+        if outcome == Outcome::Timeout {
+            counts.fired += 1;
+        }
+        outcome
+    }
+
+    /// The engine's cumulative counters.
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        match &self.kind {
+            Kind::Executor(executor) => executor.counters(),
+            Kind::Wheel(wheel) => wheel.counters(),
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! The timeout strategies: their names, the runtime each runs on, and the per-request path
+//! that issues a request and waits for its outcome under the strategy's timeout.
+//!
+//! One module per strategy family:
+//! - [`no_timeout`]: `none`, the baseline;
+//! - [`tokio_timeout`]: `tokio-timeout`, `tokio-timeout-alt`, `tokio-timeout-legacy`
+//!   (one tokio timer per request; the three differ only in the tokio they run on);
+//! - [`router_deadlines`]: `deadline-tracker` (deadlines kept by the connection router);
+//! - [`engine`]: `scheduled-executor`, `hashed-wheel`, `hashed-wheel-offload` (lettuce's
+//!   thread-based timers from the `timer-engines` crate).
+
+pub mod engine;
+pub mod no_timeout;
+pub mod router_deadlines;
+pub mod tokio_timeout;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::completion::{Completion, Outcome};
+use crate::connection::Connection;
+use crate::metrics::TimerCounts;
+use crate::params::Params;
+
+/// A strategy as named on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrategyKind {
+    None,
+    TokioTimeout,
+    TokioTimeoutAlt,
+    TokioTimeoutLegacy,
+    DeadlineTracker,
+    ScheduledExecutor,
+    HashedWheel,
+    HashedWheelOffload,
+}
+
+impl StrategyKind {
+    /// Every strategy, the baseline first.
+    pub const ALL: [StrategyKind; 8] = [
+        StrategyKind::None,
+        StrategyKind::TokioTimeout,
+        StrategyKind::TokioTimeoutAlt,
+        StrategyKind::TokioTimeoutLegacy,
+        StrategyKind::DeadlineTracker,
+        StrategyKind::ScheduledExecutor,
+        StrategyKind::HashedWheel,
+        StrategyKind::HashedWheelOffload,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            StrategyKind::None => "none",
+            StrategyKind::TokioTimeout => "tokio-timeout",
+            StrategyKind::TokioTimeoutAlt => "tokio-timeout-alt",
+            StrategyKind::TokioTimeoutLegacy => "tokio-timeout-legacy",
+            StrategyKind::DeadlineTracker => "deadline-tracker",
+            StrategyKind::ScheduledExecutor => "scheduled-executor",
+            StrategyKind::HashedWheel => "hashed-wheel",
+            StrategyKind::HashedWheelOffload => "hashed-wheel-offload",
+        }
+    }
+
+    /// One line for `describe`.
+    pub fn help(self) -> &'static str {
+        match self {
+            StrategyKind::None => "no client-side timeout (baseline)",
+            StrategyKind::TokioTimeout => {
+                "each request's wait wrapped in tokio::time::timeout (one timer per request in the driver's wheel)"
+            }
+            StrategyKind::TokioTimeoutAlt => {
+                "tokio-timeout on a runtime with tokio's unstable per-worker alt timer"
+            }
+            StrategyKind::TokioTimeoutLegacy => {
+                "tokio-timeout on tokio 1.37, before the timer wheel was sharded (runs timers-bench-legacy)"
+            }
+            StrategyKind::DeadlineTracker => {
+                "deadlines kept by the connection router under its handler-map lock, one armable timer per connection"
+            }
+            StrategyKind::ScheduledExecutor => {
+                "lettuce before 6.3.2: a scheduled executor (one locked heap, workers signalled through a condition), cancelled on completion"
+            }
+            StrategyKind::HashedWheel => {
+                "lettuce 6.3.2: Netty's hashed wheel timer (lock-free queues, one ticking worker), expiry on the worker"
+            }
+            StrategyKind::HashedWheelOffload => {
+                "hashed wheel whose expiry work is handed to a pool of executor_threads"
+            }
+        }
+    }
+
+    /// Looks a strategy up by its command-line name.
+    pub fn from_name(name: &str) -> Option<StrategyKind> {
+        StrategyKind::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The comma-separated list of names, for error messages.
+    pub fn names() -> String {
+        StrategyKind::ALL.map(StrategyKind::name).join(", ")
+    }
+
+    /// Whether requests carry a client-side timeout.
+    pub fn has_timeout(self) -> bool {
+        self != StrategyKind::None
+    }
+
+    /// Builds the client runtime the strategy runs on.
+    pub fn build_runtime(self, threads: usize) -> Result<tokio::runtime::Runtime, String> {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder
+            .worker_threads(threads)
+            .thread_name("timers-client")
+            .enable_all();
+        if self == StrategyKind::TokioTimeoutAlt {
+            tokio_timeout::enable_alt_timer(&mut builder)?;
+        }
+        builder
+            .build()
+            .map_err(|e| format!("cannot build the client runtime: {e}"))
+    }
+}
+
+/// One request as the load loop hands it to the strategy.
+#[derive(Clone, Copy, Debug)]
+pub struct Request {
+    pub key: u64,
+    /// Issued inside the measured window.
+    pub measured: bool,
+    /// When it is sent; deadlines count from here.
+    pub sent_at: Instant,
+}
+
+/// A strategy set up for a run.
+pub enum Timer {
+    None,
+    Tokio { timeout: Duration },
+    Router { timeout: Duration },
+    Engine(engine::Engine),
+}
+
+impl Timer {
+    /// Sets the strategy up over the run's connections.
+    pub fn new(kind: StrategyKind, params: &Params, conns: &Arc<[Arc<Connection>]>) -> Timer {
+        let timeout = params.timeout;
+        match kind {
+            StrategyKind::None => Timer::None,
+            StrategyKind::TokioTimeout
+            | StrategyKind::TokioTimeoutAlt
+            | StrategyKind::TokioTimeoutLegacy => Timer::Tokio { timeout },
+            StrategyKind::DeadlineTracker => Timer::Router { timeout },
+            StrategyKind::ScheduledExecutor
+            | StrategyKind::HashedWheel
+            | StrategyKind::HashedWheelOffload => {
+                Timer::Engine(engine::Engine::new(kind, params, Arc::clone(conns)))
+            }
+        }
+    }
+
+    /// Issues `request` on `conn` and waits for its outcome; `counts` collects the timer
+    /// work done for it.
+    pub async fn execute(
+        &self,
+        conn: &Connection,
+        completion: &Arc<Completion>,
+        request: Request,
+        counts: &mut TimerCounts,
+    ) -> Outcome {
+        match self {
+            Timer::None => no_timeout::execute(conn, completion, request).await,
+            Timer::Tokio { timeout } => {
+                tokio_timeout::execute(conn, completion, request, *timeout, counts).await
+            }
+            Timer::Router { timeout } => {
+                router_deadlines::execute(conn, completion, request, *timeout, counts).await
+            }
+            Timer::Engine(engine) => engine.execute(conn, completion, request, counts).await,
+        }
+    }
+
+    /// The strategy's own cumulative counters (summed over connections where they are
+    /// per connection); empty for strategies counted per request only.
+    pub fn counters(&self, conns: &[Arc<Connection>]) -> Vec<(&'static str, u64)> {
+        match self {
+            Timer::None | Timer::Tokio { .. } => Vec::new(),
+            Timer::Router { .. } => {
+                let mut sum: Vec<(&'static str, u64)> = Vec::new();
+                for conn in conns {
+                    for (name, value) in conn.tracker_counters() {
+                        match sum.iter_mut().find(|(n, _)| *n == name) {
+                            Some(slot) => slot.1 += value,
+                            None => sum.push((name, value)),
+                        }
+                    }
+                }
+                sum
+            }
+            Timer::Engine(engine) => engine.counters(),
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! `tokio-timeout`, `tokio-timeout-alt`, `tokio-timeout-legacy`: the waiting task wraps its
+//! wait in `tokio::time::timeout`, as the scylla driver wraps every request. The timer is
+//! registered in the runtime's timer driver on the first pending poll and deregistered when
+//! the answer wins, both under the driver's lock. On expiry the task itself orphans its
+//! handler.
+//!
+//! The three strategies run this same code; they differ in the runtime: the current tokio,
+//! the current tokio with its unstable per-worker alt timer, or tokio 1.37 (the
+//! `timers-bench-legacy` binary).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::completion::{Completion, Outcome};
+use crate::connection::Connection;
+use crate::metrics::TimerCounts;
+use crate::strategy::Request;
+
+/// Issues `request` and waits for its answer for at most `timeout`.
+pub async fn execute(
+    conn: &Connection,
+    completion: &Arc<Completion>,
+    request: Request,
+    timeout: Duration,
+    counts: &mut TimerCounts,
+) -> Outcome {
+    let deadline = request.sent_at + timeout;
+    let id = match conn.issue(completion, Some(deadline), request.key, request.measured) {
+        Ok(id) => id,
+        Err(e) => return Outcome::Error(e),
+    };
+    counts.registered += 1;
+    match tokio::time::timeout(timeout, completion.wait(id)).await {
+        Ok(outcome) => {
+            counts.cancelled += 1;
+            outcome
+        }
+        Err(_elapsed) => {
+            // Whoever takes the live handler resolves it: either this orphaning, or an
+            // answer that got in first; the wait then returns at once with that outcome.
+            if conn.time_out(id) {
+                counts.fired += 1;
+            }
+            completion.wait(id).await
+        }
+    }
+}
+
+/// Switches `builder` to tokio's alt timer.
+#[cfg(all(feature = "alt-timer", tokio_unstable))]
+pub fn enable_alt_timer(builder: &mut tokio::runtime::Builder) -> Result<(), String> {
+    builder.enable_alt_timer();
+    Ok(())
+}
+
+/// The alt timer is not compiled in.
+#[cfg(not(all(feature = "alt-timer", tokio_unstable)))]
+pub fn enable_alt_timer(_builder: &mut tokio::runtime::Builder) -> Result<(), String> {
+    Err(
+        "strategy 'tokio-timeout-alt' needs the 'alt-timer' feature and RUSTFLAGS \
+         '--cfg tokio_unstable' (set in workloads/timers/.cargo/config.toml)"
+            .to_string(),
+    )
+}
