@@ -1,0 +1,69 @@
+# The two commands: `make bench` and `make test`. Both set up what they need first (`make deps`).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+PYTHON ?= python3
+VENV := .venv
+HARNESS := $(VENV)/bin/harness
+TIMERS := workloads/timers
+# Model-checking build of the timers crate: a cfg of our own (tokio reacts to plain `loom`).
+LOOM_RUSTFLAGS := --cfg timers_loom --cfg tokio_unstable -C force-frame-pointers=yes
+
+SUITES ?=
+QUICK ?=
+suites_flag = $(if $(SUITES),--suites $(SUITES))
+
+.PHONY: deps system-deps python-env build bench test lint test-rust test-loom test-python lock clean
+
+## deps: Debian packages (as root), the pinned Python environment, every workload built
+deps: system-deps python-env build
+
+system-deps:
+	@scripts/install-system-deps.sh
+
+python-env: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+build: python-env
+	$(HARNESS) build $(suites_flag)
+
+## bench: the default matrix of every suite (SUITES=a,b to choose, QUICK=1 for short cells)
+bench: deps
+	$(HARNESS) bench $(suites_flag) $(if $(QUICK),--quick)
+
+## test: lint, then every test (cargo test, loom, pytest)
+test: deps lint test-rust test-loom test-python
+
+lint: python-env
+	cd $(TIMERS) && cargo fmt --all --check
+	cd $(TIMERS) && cargo fmt --manifest-path legacy/Cargo.toml --check
+	cd $(TIMERS) && cargo clippy --locked --workspace --all-targets -- -D warnings
+	cd $(TIMERS) && cargo clippy --locked --manifest-path legacy/Cargo.toml -- -D warnings
+	$(VENV)/bin/ruff check harness tests
+	$(VENV)/bin/ruff format --check harness tests
+	$(VENV)/bin/mypy
+
+test-rust:
+	cd $(TIMERS) && cargo test --locked --workspace
+
+test-loom:
+	cd $(TIMERS) && RUSTFLAGS="$(LOOM_RUSTFLAGS)" cargo test --locked --release \
+		--test loom_armable_timer --target-dir target/loom
+
+test-python: python-env
+	$(VENV)/bin/pytest
+
+## lock: re-pin the Python dependencies (requirements.in -> requirements.lock)
+lock:
+	$(PYTHON) -m venv /tmp/harness-piptools
+	/tmp/harness-piptools/bin/pip install --quiet pip-tools
+	/tmp/harness-piptools/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+		-o requirements.lock requirements.in
+
+clean:
+	rm -rf $(VENV) $(TIMERS)/target
