@@ -13,10 +13,11 @@ SUITES ?=
 QUICK ?=
 suites_flag = $(if $(SUITES),--suites $(SUITES))
 
-.PHONY: deps system-deps python-env build bench test lint test-rust test-loom test-python lock clean
+.PHONY: deps system-deps python-env build bpf bench test lint test-rust test-loom test-python lock clean
 
-## deps: Debian packages (as root), the pinned Python environment, every workload built
-deps: system-deps python-env build
+## deps: Debian packages (as root), the pinned Python environment, the eBPF collectors,
+## every workload built
+deps: system-deps python-env bpf build
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -31,6 +32,13 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 
 build: python-env
 	$(HARNESS) build $(suites_flag)
+
+# Without BTF or the BPF toolchain the probes are reported unavailable and benchmarks go on;
+# with REQUIRE_BPF=1 (CI) a collector that does not build is an error.
+bpf:
+	@$(MAKE) --no-print-directory -C bpf || { \
+		echo "deps: the eBPF collectors did not build (see above): probes will be unavailable" >&2; \
+		[ "$${REQUIRE_BPF:-0}" != 1 ]; }
 
 ## bench: the default matrix of every suite (SUITES=a,b to choose, QUICK=1 for short cells)
 bench: deps
@@ -67,3 +75,4 @@ lock:
 
 clean:
 	rm -rf $(VENV) $(TIMERS)/target
+	$(MAKE) -C bpf clean

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* BPF-side parts shared by the collectors: the target set, the measurement
+ * window, loss accounting and the log2 histogram slot. */
+#ifndef COMMON_BPF_H
+#define COMMON_BPF_H
+
+#include "shared.h"
+
+#define TASK_RUNNING 0
+#define EEXIST 17
+
+/* Written by the loader through the mmap'ed .bss (and by the fork handler). */
+__u64 targets[TARGET_WORDS];
+/* The measurement window: counting is on while `enabled`; window_start_ns is
+ * the bpf_ktime_get_ns() time the current window opened. */
+volatile bool enabled;
+volatile __u64 window_start_ns;
+/* Map updates that failed (map full): reported so that a truncated result
+ * is never mistaken for a complete one. */
+__u64 lost_events;
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	return targets[(tgid >> 6) & (TARGET_WORDS - 1)] & (1ULL << (tgid & 63));
+}
+
+static __always_inline void count_lost(void)
+{
+	__sync_fetch_and_add(&lost_events, 1);
+}
+
+/* Intervals are attributed when they end; the part before the window opened
+ * is cut off, so an interval straddling SIGUSR1 adds only its in-window part. */
+static __always_inline __u64 window_delta(__u64 start, __u64 now)
+{
+	__u64 opened = window_start_ns;
+
+	if (start < opened)
+		start = opened;
+	return now > start ? now - start : 0;
+}
+
+static __always_inline __u32 log2_slot(__u64 v)
+{
+	__u32 r, shift;
+
+	r = (v > 0xFFFFFFFFULL) << 5;
+	v >>= r;
+	shift = (v > 0xFFFF) << 4;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xFF) << 3;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xF) << 2;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0x3) << 1;
+	v >>= shift;
+	r |= shift;
+	r |= (v >> 1);
+	return r < MAX_SLOTS ? r : MAX_SLOTS - 1;
+}
+
+/* sched_process_fork runs in the parent: a process forked by a target joins
+ * the set (a new thread shares the parent's tgid and is covered already). */
+static __always_inline void target_fork(__u32 child_tgid)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (child_tgid != tgid && is_target(tgid))
+		__sync_fetch_and_or(&targets[(child_tgid >> 6) & (TARGET_WORDS - 1)],
+				    1ULL << (child_tgid & 63));
+}
+
+/* sched_process_exit runs in the exiting thread. Once the last thread of a
+ * target is gone (signal->live dropped to 0 before the tracepoint), the tgid
+ * leaves the set so a reused pid does not make another process a target.
+ * Returns whether the thread belonged to a target. */
+static __always_inline bool target_exit(__u32 tgid)
+{
+	struct task_struct *task;
+
+	if (!is_target(tgid))
+		return false;
+	task = (struct task_struct *)bpf_get_current_task();
+	if (BPF_CORE_READ(task, signal, live.counter) == 0)
+		__sync_fetch_and_and(&targets[(tgid >> 6) & (TARGET_WORDS - 1)],
+				     ~(1ULL << (tgid & 63)));
+	return true;
+}
+
+/* tp_btf programs get BTF-typed task pointers they may dereference directly;
+ * raw_tp programs get plain integers that need probe reads (the split that
+ * libbpf-tools' runqlat/offcputime make between their two variants). `btf` is
+ * a compile-time constant in every caller, so only one branch is emitted. */
+#define TASK_FIELD(btf, task, field) ((btf) ? (task)->field : BPF_CORE_READ((task), field))
+
+#endif /* COMMON_BPF_H */

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Loader-side parts shared by the collectors: the command line, errors, kernel
+ * feature probes, the target set and the measurement window. */
+#ifndef COMMON_H
+#define COMMON_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#define MAX_PIDS 64
+
+/* How the programs are attached; the loader picks the first the kernel
+ * supports unless --attach names one. */
+enum attach_mode {
+	ATTACH_AUTO,
+	ATTACH_TRACEPOINT, /* classic tracepoint (needs tracefs for its id) */
+	ATTACH_TP_BTF,
+	ATTACH_RAW_TP,
+};
+
+struct env {
+	pid_t pids[MAX_PIDS];
+	int npids;
+	bool now;
+	bool has_duration;
+	double duration_s;
+	const char *out;
+	int top;
+	enum attach_mode attach;
+	bool stats;
+	bool verbose;
+};
+
+/* Options only some collectors take. */
+#define OPT_TOP (1U << 0)
+#define OPT_ATTACH_TRACEPOINT (1U << 1)
+
+/* Parses argv; on bad arguments prints one line and exits 2. */
+void parse_args(int argc, char **argv, const char *prog, unsigned int opts, struct env *env);
+/* Prints `unavailable: <reason>` on stderr and exits 1. */
+void unavailable(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* Prints `<prog>: <message>` on stderr and exits 1. */
+void fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* Blocks the control signals (they are taken with sigtimedwait), sends
+ * libbpf's messages to stderr only with --verbose and checks for kernel BTF. */
+void setup(const struct env *env);
+const char *attach_mode_name(enum attach_mode mode);
+/* Whether the kernel can load a tp_btf program for tracepoint `tp`. */
+bool probe_tp_btf(const char *tp);
+/* Number of arguments of tracepoint `tp` per vmlinux BTF, -1 if unknown. */
+int tp_nargs(const char *tp);
+/* Whether classic tracepoint category:event can be attached (tracefs holds its id). */
+bool tracepoint_exists(const char *category, const char *event);
+
+void targets_add(__u64 *bitmap, pid_t pid);
+
+struct window {
+	volatile bool *enabled;
+	volatile __u64 *start_ns;
+	__u64 opened_ns;
+	__u64 total_ns;
+	/* Optional, called whenever the window closes (SIGUSR2 or the end). */
+	void (*on_close)(void *ctx);
+	void *ctx;
+};
+
+/* Prints the "attached" event, then runs the window from the signals until
+ * SIGINT/SIGTERM or the --duration-s deadline; the window is closed on return. */
+void run_window(struct window *w, const struct env *env);
+
+struct bpf_object;
+struct json;
+/* Runs of the object's programs the kernel skipped because the program was
+ * already running on that CPU: events lost like failed map updates. */
+__u64 prog_misses(struct bpf_object *obj);
+/* With --stats: "prog_stats", each program's run count and run time (kernel
+ * BPF statistics, enabled while the collector runs). */
+void write_prog_stats(struct json *j, const struct env *env, struct bpf_object *obj);
+
+/* --out FILE (opened in parse_args so a bad path fails early) or stdout. */
+FILE *output_file(void);
+/* Finishes the JSON output; exits 1 if it could not be written. */
+void finish_output(FILE *f);
+
+/* Calls fn for every entry of the BPF map fd (read after detaching). */
+typedef void (*map_entry_fn)(const void *key, const void *value, void *ctx);
+void for_each_entry(int fd, size_t key_size, size_t value_size, map_entry_fn fn, void *ctx);
+
+/* Makes room for element n of a growing array (doubling at powers of two). */
+void *grow_array(void *array, size_t n, size_t size);
+/* qsort() that also takes an empty (NULL) array. */
+void sort_array(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
+/* Reads /proc/<tgid>/task/<tid>/comm into buf; false if gone. */
+bool read_comm(pid_t tgid, pid_t tid, char *buf, size_t len);
+
+#endif /* COMMON_H */

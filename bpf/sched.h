@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef SCHED_H
+#define SCHED_H
+
+#include "shared.h"
+
+enum cpu_state {
+	STATE_UNKNOWN, /* first seen waking up: asleep since before attaching */
+	STATE_OFF,
+	STATE_ON,
+};
+
+/* Per thread, keyed by pid_tgid (tgid << 32 | tid) so a reused tid in another
+ * process gets its own entry. */
+struct thread_stats {
+	__u64 voluntary;
+	__u64 involuntary;
+	__u64 offcpu_ns;
+	__u64 runq_ns;
+	__u64 wakeups;
+	__u64 missed_switch_ins;
+	__u64 offcpu_hist[MAX_SLOTS];
+	__u64 runq_hist[MAX_SLOTS];
+	char comm[TASK_COMM_LEN];
+	__u32 tgid;
+	/* Kernel-side bookkeeping, not reported: */
+	__u32 state;	/* enum cpu_state */
+	__u64 off_ts;	/* last switch-out, 0 if none seen since attaching */
+	__u64 runq_ts;	/* last time it became runnable */
+};
+
+struct wakeup_key {
+	__u32 waker_tid;
+	__u32 wakee_tid;
+};
+
+struct wakeup_val {
+	__u64 count;
+	__u32 waker_tgid;
+	__u32 wakee_tgid;
+	char waker_comm[TASK_COMM_LEN];
+	char wakee_comm[TASK_COMM_LEN];
+};
+
+#endif /* SCHED_H */

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Definitions shared by the BPF programs and their loaders. */
+#ifndef SHARED_H
+#define SHARED_H
+
+#define TASK_COMM_LEN 16
+
+/* log2 histograms: slot i counts values in [2^i, 2^(i+1)) ns (slot 0 also 0
+ * and 1); the last slot also takes everything above, 2^35 ns is ~34 s. */
+#define MAX_SLOTS 36
+
+/* The target set is a bitmap of tgids in .bss, sized for PID_MAX_LIMIT on
+ * 64-bit kernels (4M), so checking membership on every scheduler event is
+ * one load and a bit test instead of a hash lookup. */
+#define PID_MAX_LIMIT (4 * 1024 * 1024)
+#define TARGET_WORDS (PID_MAX_LIMIT / 64)
+
+#endif /* SHARED_H */
