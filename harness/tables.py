@@ -14,7 +14,8 @@ from rich.text import Text
 
 from harness.stats import CONFIDENCE, compare_cells, params_key, summarize_cell
 
-# Columns shown first when present, in this order; other declared metrics come after them.
+# The headline columns, as in the scylla PR's summary, in this order when present; every other
+# metric is in run.json and in `harness compare`.
 LEADING_METRICS = ("ops_per_sec", "latency_ns.p50", "latency_ns.p99")
 TRAILING_METRICS = ("timeouts", "errors")
 LABELS = {
@@ -161,15 +162,9 @@ def cell_summary(cell: Mapping[str, Any]) -> Mapping[str, Any]:
     return cell.get("summary") or summarize_cell(cell.get("repeats") or [])
 
 
-def metric_columns(doc: Mapping[str, Any], summaries: Sequence[Mapping[str, Any]]) -> list[str]:
+def metric_columns(summaries: Sequence[Mapping[str, Any]]) -> list[str]:
     present = {name for summary in summaries for name in summary}
-    declared = [str(m["name"]) for m in doc.get("metrics") or []]
-    ordered = [
-        *LEADING_METRICS,
-        *(name for name in declared if name not in LEADING_METRICS + TRAILING_METRICS),
-        *TRAILING_METRICS,
-    ]
-    return [name for name in dict.fromkeys(ordered) if name in present]
+    return [name for name in (*LEADING_METRICS, *TRAILING_METRICS) if name in present]
 
 
 def varying_params(cells: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -403,7 +398,7 @@ def print_run(doc: Mapping[str, Any], console: Console) -> None:
         return
 
     summaries = [cell_summary(cell) for cell in cells]
-    columns = metric_columns(doc, summaries)
+    columns = metric_columns(summaries)
     units = {str(m["name"]): str(m.get("unit", "")) for m in doc.get("metrics") or []}
     baseline = (doc.get("config") or {}).get("baseline")
     metric = ratio_metric(doc, columns) if baseline else None
