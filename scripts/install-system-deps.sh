@@ -31,3 +31,9 @@ if command -v rustup >/dev/null; then
     rustup component list --installed 2>/dev/null | grep -q "^$comp" || rustup component add "$comp"
   done
 fi
+
+# bpftrace needs tracefs for tracepoints; some machines boot without it mounted.
+if [[ $(id -u) -eq 0 && -d /sys/kernel/tracing && ! -d /sys/kernel/tracing/events ]]; then
+  mount -t tracefs nodev /sys/kernel/tracing \
+    || echo "deps: could not mount tracefs at /sys/kernel/tracing: bpftrace probes will be unavailable" >&2
+fi

@@ -268,7 +268,9 @@ def test_context_switches_match_proc(
         # take one at each window edge, less the switch-ins the probe could not see.
         switch_ins = sum(thread["offcpu_hist_log2_ns"]) + thread["missed_switch_ins"]
         assert abs(switch_ins - switches) <= 1, thread
-        assert thread["missed_switch_ins"] <= 0.02 * switches, thread
+        # This VM's kernel hides switches away from its PID 1 (see bpf/README.md): allow
+        # one such miss even for a thread with few switches.
+        assert thread["missed_switch_ins"] <= max(1, 0.02 * switches), thread
         assert thread["runq_ns"] <= thread["offcpu_ns"]
     # The sleeper's 1 ms sleeps: off-CPU intervals of at least 2^19 ns.
     sleeper = threads["sleeper"]
@@ -357,8 +359,9 @@ def test_forked_processes_are_targets(
 
 
 def futex_prefix(attach: str) -> tuple[str, ...]:
-    """The classic tracepoints need tracefs for their ids: mount it in a private namespace."""
-    if attach != "tracepoint":
+    """The classic tracepoints need tracefs for their ids: where it is not mounted (this VM's
+    default), mount it in a private namespace."""
+    if attach != "tracepoint" or Path("/sys/kernel/tracing/events").is_dir():
         return ()
     private = ("unshare", "--mount", "--propagation", "private")
     probe = subprocess.run(
