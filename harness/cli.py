@@ -20,7 +20,10 @@ from harness.errors import BadInput, HarnessError
 from harness.hostinfo import collect_host, git_info
 from harness.listing import print_suites, suite_entry
 from harness.paths import REPO_ROOT, lock_path, results_root, workloads_root
-from harness.plan import ORDERS, Plan, build_plan, parse_probes, plan_matrix
+from harness.plan import ORDERS, Plan, build_plan, plan_matrix
+from harness.probes import live, report
+from harness.probes.spec import VALID as VALID_PROBES
+from harness.probes.spec import ProbeSpec, parse_probes
 from harness.results import RunRecord, check_out_dir, dumps
 from harness.runlock import RunLock
 from harness.runner import execute, stop_on_signals
@@ -44,6 +47,8 @@ environment:
   HARNESS_RESULTS            results folder; runs go to its runs/ (default: <repo>/results)
   HARNESS_LOCK               lock file (default: /run/lock/harness.lock, else /tmp/harness.lock)
   HARNESS_DEADLINE_SLACK_S   a repeat is killed after warm-up + duration + this (default: 120)
+  HARNESS_PROBES             default of --probes for run and bench (default: all)
+  HARNESS_BPF_BUILD          folder of the built probe collectors (default: <repo>/bpf/build)
 """
 
 
@@ -90,6 +95,31 @@ def _repeat_count(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
     return value
+
+
+def _pid(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a process id, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a process id >= 1, got {text!r}")
+    return value
+
+
+PROBES_HELP = (
+    f"comma-separated probes: {VALID_PROBES} (default: $HARNESS_PROBES, else all = "
+    "sched,futex; a probe that cannot run here is recorded as unavailable, with the reason)"
+)
+
+
+def _probes_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--probes", metavar="LIST", help=PROBES_HELP)
+
+
+def _probe_specs(args: argparse.Namespace) -> tuple[ProbeSpec, ...]:
+    """--probes, else $HARNESS_PROBES, else all."""
+    return parse_probes(args.probes or os.environ.get("HARNESS_PROBES") or "all")
 
 
 def _names(text: str) -> list[str]:
@@ -172,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
               harness run timers --strategies none,tokio-timeout --param concurrency=64
               harness run timers --param concurrency=256 --param concurrency=4096  # a sweep
               harness run timers --scenario slow-tail --duration-s 1 --warmup-s 0.3 --repeat 3
+              harness run timers --probes sched,bt:bpf/syscalls_per_op.bt
+              harness run timers --probes none      # no eBPF at all
+              harness run timers --probe-overhead   # what the probes cost in ops/s
               harness run timers --json > run.json
             """)
         + "\n"
@@ -213,11 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="repeats of every cell (default: 5)",
     )
+    _probes_option(p)
     p.add_argument(
-        "--probes",
-        default="none",
-        metavar="LIST",
-        help="probes to attach; for now only `none` (the default): probes come in a later release",
+        "--probe-overhead",
+        action="store_true",
+        help="also run each cell without probes and with each probe alone, and report "
+        "ops/s with / without per probe (probe_overhead in run.json)",
     )
     p.add_argument(
         "--out",
@@ -260,7 +294,49 @@ def build_parser() -> argparse.ArgumentParser:
         "--suites", type=_names, metavar="A,B", help="comma-separated suites (default: all)"
     )
     p.add_argument("--quick", action="store_true", help="short runs: [quick] overrides [bench]")
+    _probes_option(p)
     p.set_defaults(handler=cmd_bench)
+
+    p = commands.add_parser(
+        "probe",
+        help="probe running processes for a few seconds",
+        formatter_class=fmt,
+        description=_help("""
+            Attach probes to running processes (all their threads) for D seconds and print
+            what they saw: threads by context switches and off-CPU time, who woke whom,
+            contended futexes, the window difference of bpftrace scripts. The first --pid is
+            the one bpftrace scripts get as $1. Exit 1 when no probe produced output.
+            """),
+        epilog=_help("""
+            examples:
+              harness probe --pid 1234 --duration-s 5
+              harness probe --pid 1234 --probes futex,bt:bpf/pthread_mutex_contention.bt \\
+                            --duration-s 10 --json
+            """),
+    )
+    p.add_argument(
+        "--pid",
+        type=_pid,
+        action="append",
+        required=True,
+        metavar="PID",
+        help="a process to probe; repeat for several",
+    )
+    p.add_argument(
+        "--probes",
+        default="all",
+        metavar="LIST",
+        help=f"comma-separated probes: {VALID_PROBES} (default: all = sched,futex)",
+    )
+    p.add_argument(
+        "--duration-s",
+        type=_positive_float,
+        required=True,
+        metavar="D",
+        help="seconds to probe for",
+    )
+    p.add_argument("--json", action="store_true", help="print the probes' JSON on stdout")
+    p.set_defaults(handler=cmd_probe)
 
     p = commands.add_parser(
         "compare",
@@ -395,7 +471,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     suite = _built(select(discover(workloads_root()), [args.suite])[0])
-    probes = parse_probes(args.probes)
+    probes = _probe_specs(args)
+    if args.probe_overhead and not probes:
+        raise BadInput("--probe-overhead needs probes to measure, and --probes is none")
     sweep = _sweep(args.param)
     out_dir: Path = args.out or results_root() / "runs"
     slack_s = _deadline_slack_s()
@@ -411,6 +489,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             repeats=args.repeat,
             order=args.order,
             probes=probes,
+            probe_overhead=args.probe_overhead,
         )
         check_out_dir(out_dir)
         table_console = _stderr() if args.json else _stdout()
@@ -425,6 +504,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     root = workloads_root()
     suites = [_built(s) for s in select(discover(root), args.suites)]
+    probes = _probe_specs(args)
     if not suites:
         raise BadInput(f"no suites under {root} (a suite is a folder with a suite.toml)")
     out_dir = results_root() / "runs"
@@ -437,7 +517,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         for suite in suites:
             matrix = suite.quick if args.quick else suite.bench
             try:
-                plans.append(plan_matrix(suite, describe(suite), matrix, cpus))
+                plans.append(plan_matrix(suite, describe(suite), matrix, cpus, probes))
             except BadInput as err:
                 raise BadInput(f"suite '{suite.name}': {err}") from err
         check_out_dir(out_dir)
@@ -459,6 +539,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     return doctor.doctor_command(_stdout(), args.json)
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    pids = list(dict.fromkeys(args.pid))
+    live.check_pids(pids)
+    specs = parse_probes(args.probes)
+    if not specs:
+        raise BadInput("--probes none: nothing to probe")
+    with stop_on_signals() as stop:
+        results = live.probe_pids(specs, pids, args.duration_s, stop)
+    doc = live.as_json(pids, args.duration_s, results)
+    if args.json:
+        print(dumps(doc))
+    else:
+        report.print_probe_report(doc, _stdout())
+    if stop.requested:
+        print("harness: interrupted; the window was cut short", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0 if any(r.ok for r in results.values()) else 1
 
 
 def _run(

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -19,12 +20,10 @@ from rich.table import Table
 from rich.text import Text
 
 from harness import hostinfo
+from harness.probes import availability
+from harness.probes.availability import effective_caps, held_caps
+from harness.probes.spec import COLLECTORS
 
-# Capability bit numbers from linux/capability.h.
-CAP_SYS_ADMIN = 21
-CAP_PERFMON = 38
-CAP_BPF = 39
-_CAPS = {"CAP_SYS_ADMIN": CAP_SYS_ADMIN, "CAP_PERFMON": CAP_PERFMON, "CAP_BPF": CAP_BPF}
 STATUS_STYLES = {"ok": "green", "warn": "yellow", "missing": "red", "error": "bold red"}
 
 
@@ -63,21 +62,18 @@ def _tool(name: str, args: tuple[str, ...], purpose: str, install: str) -> Check
     return Check(name, "ok", f"{path}: {output}")
 
 
-def effective_caps(root: Path) -> int | None:
-    status = hostinfo.read_text(root, "proc/self/status") or ""
-    for line in status.splitlines():
-        if line.startswith("CapEff:"):
-            return int(line.split()[1], 16)
-    return None
+PRIVILEGE_FIX = "run as root (sudo), or give the harness CAP_BPF and CAP_PERFMON (kernel >= 5.8)"
+BTF_FIX = "use a kernel built with CONFIG_DEBUG_INFO_BTF=y (all current distro kernels are)"
+TRACEFS_FIX = "mount -t tracefs nodev /sys/kernel/tracing"
 
 
 def check_privileges(root: Path) -> Check:
     caps = effective_caps(root)
     who = "root" if os.geteuid() == 0 else f"uid {os.geteuid()}"
-    fix = "run as root (sudo), or give the harness CAP_BPF and CAP_PERFMON (kernel >= 5.8)"
+    fix = PRIVILEGE_FIX
     if caps is None:
         return Check("privileges", "warn", f"{who}; CapEff not readable", fix)
-    has = {name for name, bit in _CAPS.items() if caps >> bit & 1}
+    has = held_caps(caps)
     if {"CAP_BPF", "CAP_PERFMON"} <= has or "CAP_SYS_ADMIN" in has:
         return Check("privileges", "ok", f"{who}; effective: {', '.join(sorted(has))}")
     detail = f"{who}; lacks CAP_BPF+CAP_PERFMON and CAP_SYS_ADMIN: eBPF probes unavailable"
@@ -91,7 +87,7 @@ def check_btf(root: Path) -> Check:
         "btf",
         "missing",
         "no /sys/kernel/btf/vmlinux: CO-RE (libbpf) probes cannot load; bpftrace still may",
-        "use a kernel built with CONFIG_DEBUG_INFO_BTF=y (all current distro kernels are)",
+        BTF_FIX,
     )
 
 
@@ -182,8 +178,40 @@ def check_tracefs(root: Path) -> Check:
         "tracefs",
         "missing",
         "not mounted: bpftrace tracepoint listing and perf tracepoints need it",
-        "mount -t tracefs nodev /sys/kernel/tracing",
+        TRACEFS_FIX,
     )
+
+
+def check_collector(name: str, root: Path) -> Check:
+    """Whether `--probes <name>` works here: built, privileged, kernel BTF."""
+    check = f"probe {name}"
+    binary = availability.collector_binary(name)
+    problem = availability.collector_problem(name, root)
+    if problem is None:
+        detail = f"works: {binary} built, BPF allowed, kernel BTF present"
+        return Check(check, "ok", detail)
+    if availability.privilege_problem(root):
+        fix = PRIVILEGE_FIX
+    elif availability.btf_problem(root):
+        fix = BTF_FIX
+    else:
+        fix = availability.BUILD_HINT
+    return Check(check, "missing", problem, fix)
+
+
+def check_bpftrace_probe(root: Path) -> Check:
+    """Whether `--probes bt:SCRIPT` works here; tracepoint and kfunc scripts need tracefs."""
+    problem = availability.bpftrace_problem(root)
+    if problem is not None:
+        fix = "apt install bpftrace" if "not installed" in problem else PRIVILEGE_FIX
+        return Check("probe bt", "missing", problem, fix)
+    if not availability.tracefs_mounted(root):
+        detail = (
+            "uprobe scripts work; tracepoint and kfunc scripts (bpf/syscalls_per_op.bt) do not: "
+            "bpftrace 0.17 reads them from tracefs, which is not mounted"
+        )
+        return Check("probe bt", "warn", detail, TRACEFS_FIX)
+    return Check("probe bt", "ok", "works: bpftrace present, BPF allowed, tracefs mounted")
 
 
 def _tool_check(
@@ -234,6 +262,8 @@ CHECKS: list[tuple[str, Callable[[Path], Check]]] = [
     ("isolated_cpus", check_isolated),
     ("fio", _tool_check("fio", ("--version",), "for the fio suite", "apt install fio")),
     ("tracefs", check_tracefs),
+    *((f"probe {name}", partial(check_collector, name)) for name in COLLECTORS),
+    ("probe bt", check_bpftrace_probe),
 ]
 
 

@@ -10,11 +10,10 @@ from typing import Any
 
 from harness.describe import Description, ParamSpec, ParamValue, render
 from harness.errors import BadInput
+from harness.probes.spec import ProbeSpec
 from harness.suites import Matrix, Suite
 
 ORDERS = ("interleaved", "sequential")
-# Probes arrive in a later release; until then a run records none.
-PROBES = ("none",)
 
 
 @dataclass(frozen=True)
@@ -49,9 +48,10 @@ class Plan:
     warmup_s: float
     repeats: int
     order: str
-    probes: tuple[str, ...]
+    probes: tuple[ProbeSpec, ...]
     baseline: str
     scale: dict[str, Any] | None = None
+    probe_overhead: bool = False  # also run each cell without probes and with each alone
 
     def schedule(self) -> list[tuple[int, int]]:
         """(cell index, repeat index) pairs in run order.
@@ -75,21 +75,11 @@ class Plan:
             "warmup_s": self.warmup_s,
             "repeats": self.repeats,
             "order": self.order,
-            "probes": list(self.probes),
+            "probes": [spec.name for spec in self.probes],
+            "probe_overhead": self.probe_overhead,
             "baseline": self.baseline,
             "scale": self.scale,
         }
-
-
-def parse_probes(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    for name in names:
-        if name not in PROBES:
-            raise BadInput(
-                f"unknown probe '{name}' (valid: {', '.join(PROBES)}; probes arrive in a later "
-                "release)"
-            )
-    return tuple(n for n in names if n != "none")
 
 
 def build_plan(
@@ -103,8 +93,9 @@ def build_plan(
     warmup_s: float,
     repeats: int,
     order: str,
-    probes: tuple[str, ...],
+    probes: tuple[ProbeSpec, ...],
     scale: dict[str, Any] | None = None,
+    probe_overhead: bool = False,
 ) -> Plan:
     """Check every requested name and value against describe and lay out the cells."""
     valid = description.strategy_names
@@ -148,6 +139,7 @@ def build_plan(
         probes=probes,
         baseline=baseline,
         scale=scale,
+        probe_overhead=probe_overhead,
     )
 
 
@@ -165,7 +157,13 @@ def _baseline(suite: Suite, description: Description) -> str:
     return valid[0]
 
 
-def plan_matrix(suite: Suite, description: Description, matrix: Matrix, logical_cpus: int) -> Plan:
+def plan_matrix(
+    suite: Suite,
+    description: Description,
+    matrix: Matrix,
+    logical_cpus: int,
+    probes: tuple[ProbeSpec, ...] = (),
+) -> Plan:
     """The plan of a suite's [bench] (or [quick]) matrix, scaled to this machine."""
     sweep: dict[str, Sequence[object]] = dict(matrix.params)
     scale_note = None
@@ -203,7 +201,7 @@ def plan_matrix(suite: Suite, description: Description, matrix: Matrix, logical_
         warmup_s=matrix.warmup_s,
         repeats=matrix.repeats,
         order="interleaved",
-        probes=(),
+        probes=probes,
         scale=scale_note,
     )
 

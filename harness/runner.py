@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 from rich.console import Console
 
 from harness.describe import plain_number
 from harness.plan import Plan
+from harness.probes import overhead
+from harness.probes.metrics import op_count, per_op_metrics
+from harness.probes.probe import ProbeResult
+from harness.probes.record import add_repeat, cell_folder
+from harness.probes.session import ProbeSession
 from harness.progress import STARTUP_ESTIMATE_S, Step, make_progress
 from harness.results import RunRecord
 from harness.workload import Outcome, StopFlag, run_repeat
@@ -58,41 +65,94 @@ def execute(
     plan: Plan, record: RunRecord, console: Console, stop: StopFlag, deadline_slack_s: float
 ) -> str:
     """Run every repeat of the plan; returns the final status written to run.json."""
-    schedule = plan.schedule()
+    variants = overhead.variants(plan.probes, plan.probe_overhead)
+    main_key = variants[-1][0]
+    runs = [(c, r, v) for c, r in plan.schedule() for v in variants]
     deadline_s = plan.warmup_s + plan.duration_s + deadline_slack_s
     planned_step_s = plan.warmup_s + plan.duration_s + STARTUP_ESTIMATE_S
     interrupted = False
-    with make_progress(console, len(schedule), planned_step_s) as progress:
-        for index, (cell_index, repeat) in enumerate(schedule, start=1):
+    with make_progress(console, len(runs), planned_step_s) as progress:
+        for index, (cell_index, repeat, (key, specs)) in enumerate(runs, start=1):
             if stop.requested:
                 interrupted = True
                 break
             cell = plan.cells[cell_index]
             step = Step(
                 index=index,
-                total=len(schedule),
+                total=len(runs),
                 cell=cell_index + 1,
                 cells=len(plan.cells),
                 repeat=repeat + 1,
                 repeats=plan.repeats,
-                label=cell.label,
+                label=f"{cell.label} [probes: {key}]" if len(variants) > 1 else cell.label,
             )
             progress.started(step)
-            outcome = run_repeat(
-                plan.suite.binary,
-                plan.suite.folder,
-                repeat_args(plan, cell_index),
-                deadline_s,
-                stop,
-            )
+            folder = cell_folder(record.run_dir, cell.id)
+            if key != main_key:
+                folder = folder / f"overhead-{key}"  # deleted once its ops/s are in
+            session = ProbeSession(specs, folder, repeat + 1, stop) if specs else None
+            try:
+                outcome = run_repeat(
+                    plan.suite.binary,
+                    plan.suite.folder,
+                    repeat_args(plan, cell_index),
+                    deadline_s,
+                    stop,
+                    hooks=session,
+                )
+            finally:
+                probes = session.close() if session else {}
+                if key != main_key:
+                    shutil.rmtree(folder, ignore_errors=True)
             if outcome.interrupted:
                 interrupted = True
                 break
-            if outcome.ok:
-                assert outcome.result is not None
-                record.add_result(cell_index, outcome.result)
-            else:
+            if not outcome.ok:
+                _discard(probes)
                 record.add_failure(cell_index, failure_record(repeat + 1, outcome))
+            elif key == main_key:
+                assert outcome.result is not None
+                pids = session.pids if session else []
+                _add_result(record, cell_index, repeat + 1, outcome.result, probes, pids)
+            else:
+                assert outcome.result is not None
+                variant_results = record.cell(cell_index).setdefault("probe_variants", {})
+                variant_results.setdefault(key, []).append(outcome.result)
+            if len(variants) > 1:
+                _update_overhead(record, cell_index, main_key)
             record.write()
             progress.finished(step, outcome)
     return record.finish(interrupted)
+
+
+def _add_result(
+    record: RunRecord,
+    cell_index: int,
+    repeat: int,
+    result: Mapping[str, Any],
+    probes: Mapping[str, ProbeResult],
+    pids: list[int],
+) -> None:
+    """The repeat's metrics, with the per-op ones derived from its probes, and the probes'
+    summary in the cell."""
+    if not probes:
+        record.add_result(cell_index, result)
+        return
+    outputs = {name: r.data for name, r in probes.items() if r.ok and r.data is not None}
+    derived = per_op_metrics(result, outputs, pids[0]) if pids else {}
+    record.add_result(cell_index, {**result, **derived})
+    add_repeat(record.cell(cell_index)["probes"], repeat, probes, record.run_dir, op_count(result))
+
+
+def _discard(probes: Mapping[str, ProbeResult]) -> None:
+    """A failed repeat keeps no probe output: run.json does not point at it."""
+    for result in probes.values():
+        if result.path is not None:
+            result.path.unlink(missing_ok=True)
+
+
+def _update_overhead(record: RunRecord, cell_index: int, main_key: str) -> None:
+    cell = record.cell(cell_index)
+    results = {**cell.get("probe_variants", {}), main_key: cell["repeats"]}
+    cell["probe_overhead"] = overhead.cell_overhead(results)
+    record.doc["probe_overhead"] = overhead.run_overhead(record.doc["cells"])

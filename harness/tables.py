@@ -18,11 +18,22 @@ from harness.stats import CONFIDENCE, compare_cells, params_key, summarize_cell
 # metric is in run.json and in `harness compare`.
 LEADING_METRICS = ("ops_per_sec", "latency_ns.p50", "latency_ns.p99")
 TRAILING_METRICS = ("timeouts", "errors")
+# Per-op figures from the probes (harness/probes/metrics.py), between the two when present.
+PROBE_METRICS = (
+    "ctx_switches_per_op",
+    "wakeups_per_op",
+    "futex_wait_ns_per_op",
+    "offcpu_ns_per_op",
+)
 LABELS = {
     "ops_per_sec": "ops/s",
     "latency_ns.p50": "p50",
     "latency_ns.p99": "p99",
     "latency_ns.p999": "p99.9",
+    "ctx_switches_per_op": "ctx sw/op",
+    "wakeups_per_op": "wakeups/op",
+    "futex_wait_ns_per_op": "futex wait/op",
+    "offcpu_ns_per_op": "off-CPU/op",
 }
 Layout = Literal["wide", "narrow", "stacked"]
 LAYOUTS: tuple[Layout, ...] = ("wide", "narrow", "stacked")
@@ -164,7 +175,8 @@ def cell_summary(cell: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def metric_columns(summaries: Sequence[Mapping[str, Any]]) -> list[str]:
     present = {name for summary in summaries for name in summary}
-    return [name for name in (*LEADING_METRICS, *TRAILING_METRICS) if name in present]
+    ordered = (*LEADING_METRICS, *PROBE_METRICS, *TRAILING_METRICS)
+    return [name for name in ordered if name in present]
 
 
 def varying_params(cells: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -385,6 +397,55 @@ def _comparisons(doc: Mapping[str, Any], metric: str | None) -> list[Mapping[str
     return []
 
 
+def probe_notes(cells: Sequence[Mapping[str, Any]]) -> list[Text]:
+    """Probes that did not run or lost events, once per probe and reason, naming the cells."""
+    cells_by_note: dict[tuple[str, str], dict[str, None]] = {}
+    for cell in cells:
+        for name, probe in (cell.get("probes") or {}).items():
+            problems = [
+                ("unavailable", r["unavailable"]) if "unavailable" in r else ("failed", r["error"])
+                for r in probe.get("repeats") or []
+                if "unavailable" in r or "error" in r
+            ]
+            if probe.get("lost_events"):
+                problems.append(("lost events", f"{probe['lost_events']} over the repeats"))
+            for kind, reason in problems:
+                key = (f"probe {name} {kind}", str(reason))
+                cells_by_note.setdefault(key, {})[str(cell.get("id"))] = None
+    lines = []
+    for (what, reason), ids in cells_by_note.items():
+        which = ", ".join(ids) if len(ids) <= 3 else f"{len(ids)} cells"
+        lines.append(Text(f"{what} ({which}): {reason}", style="yellow"))
+    return lines
+
+
+def overhead_table(doc: Mapping[str, Any]) -> Table | None:
+    """Ops/s with each probe set / without probes, per cell and over the run."""
+    overall = doc.get("probe_overhead")
+    if not overall:
+        return None
+    cells = list(doc.get("cells") or [])
+    params = varying_params(cells)
+    table = new_table("probe overhead: median ops/s with the probes / without", "wide")
+    table.add_column("strategy", no_wrap=True)
+    for name in params:
+        table.add_column(name, justify="right")
+    for key in overall:
+        table.add_column(key, justify="right")
+
+    def ratio(value: Any) -> Text:
+        return Text(human_ratio(float(value))) if value is not None else Text(DASH, style="dim")
+
+    for cell in cells:
+        ratios = cell.get("probe_overhead") or {}
+        row: list[Text | str] = [str(cell.get("strategy"))]
+        row += [param_text((cell.get("params") or {}).get(name)) for name in params]
+        table.add_row(*row, *(ratio(ratios.get(key)) for key in overall))
+    label = Text("all cells (geometric mean)", style="bold")
+    table.add_row(label, *([""] * len(params)), *(ratio(v) for v in overall.values()))
+    return table
+
+
 def print_run(doc: Mapping[str, Any], console: Console) -> None:
     """Header, one table per scenario, failures, and a legend of what the brackets mean."""
     console.print(_header(doc))
@@ -423,6 +484,9 @@ def print_run(doc: Mapping[str, Any], console: Console) -> None:
             console.print(Text(f"{' and '.join(zero)}: 0 in every repeat", style="dim"))
         for line in _failure_lines(group, varying_params(group)):
             console.print(line)
-    for line in notes(shown):
+    for line in notes(shown) + probe_notes(cells):
         console.print(line)
+    overhead = overhead_table(doc)
+    if overhead is not None:
+        console.print(overhead)
     console.print(_legend(summaries, metric))

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL
 EXIT_GRACE_S = 1.0  # how long a pipe may stay open after the workload itself exited
@@ -53,6 +53,17 @@ class Outcome:
         """One line: why the repeat failed, and the workload's last line on stderr."""
         last = next((line.strip() for line in reversed(self.stderr_tail) if line.strip()), None)
         return f"{self.reason}; stderr: {last}" if last else str(self.reason)
+
+
+class RepeatHooks(Protocol):
+    """Told of the workload's events as they arrive; on_ready returns before the gate opens,
+    so that probes are attached before the warm-up."""
+
+    def on_ready(self, pids: list[int]) -> None: ...
+
+    def on_measure_start(self) -> None: ...
+
+    def on_measure_end(self) -> None: ...
 
 
 class ProtocolViolation(Exception):
@@ -97,7 +108,12 @@ def become_subreaper() -> None:
 
 
 def run_repeat(
-    binary: Path, cwd: Path, args: Sequence[str], deadline_s: float, stop: StopFlag
+    binary: Path,
+    cwd: Path,
+    args: Sequence[str],
+    deadline_s: float,
+    stop: StopFlag,
+    hooks: RepeatHooks | None = None,
 ) -> Outcome:
     """Run `<binary> run <args> --gate` once; never raises for a misbehaving workload."""
     become_subreaper()
@@ -113,7 +129,7 @@ def run_repeat(
         )
     except OSError as err:
         return Outcome(reason=f"could not start {binary}: {err.strerror}")
-    session = _Session(proc)
+    session = _Session(proc, hooks)
     outcome = Outcome()
     try:
         outcome.reason = session.follow(started + deadline_s, deadline_s, stop)
@@ -150,8 +166,9 @@ def _exit_reason(code: int, stage: str) -> str:
 
 
 class _Session:
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], hooks: RepeatHooks | None) -> None:
         self.proc = proc
+        self.hooks = hooks
         self.pgid = proc.pid  # start_new_session: the workload leads its own group
         self.protocol = _Protocol()
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
@@ -179,8 +196,7 @@ class _Session:
                     self.protocol.feed(event)
                 except ProtocolViolation as err:
                     return f"protocol violation: {err}"
-                if event["event"] == "ready":
-                    self._open_gate()
+                self._on_event(event)
             now = time.monotonic()
             if self.proc.poll() is not None:
                 exited_at = exited_at or now
@@ -192,8 +208,20 @@ class _Session:
             if now > deadline:
                 return f"timed out after {deadline_s:g} s ({self.protocol.stage})"
 
+    def _on_event(self, event: dict[str, Any]) -> None:
+        """An event the protocol accepted (or ignored): tell the hooks, open the gate."""
+        name = event["event"]
+        if name == "ready":
+            if self.hooks is not None:
+                self.hooks.on_ready(_pids(event))
+            self._open_gate()
+        elif self.hooks is not None and name == "measure_start":
+            self.hooks.on_measure_start()
+        elif self.hooks is not None and name == "measure_end":
+            self.hooks.on_measure_end()
+
     def _open_gate(self) -> None:
-        """Let the workload start its warm-up (probes will attach just before this)."""
+        """Let the workload start its warm-up (probes are attached by now)."""
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write(b"go\n")
@@ -285,6 +313,14 @@ class _Session:
         except PermissionError:
             return True
         return True
+
+
+def _pids(event: dict[str, Any]) -> list[int]:
+    """The ready event's `pids`, the measured client first; non-integers are dropped."""
+    pids = event.get("pids")
+    if not isinstance(pids, list):
+        return []
+    return [p for p in pids if isinstance(p, int) and not isinstance(p, bool) and p > 0]
 
 
 def _parse_event(line: str) -> dict[str, Any] | None:

@@ -20,8 +20,10 @@ def harness_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, st
     """Env for a harness that sees only the fixture suites and writes only under tmp_path.
 
     Set in this process too (for in-process `cli.main` calls); returned for subprocesses.
+    No probes unless a test asks for them (tests/test_probes*.py do).
     """
     values = {
+        "HARNESS_PROBES": "none",
         "HARNESS_WORKLOADS": str(FIXTURES),
         "HARNESS_RESULTS": str(tmp_path / "results"),
         "HARNESS_LOCK": str(tmp_path / "harness.lock"),
@@ -64,3 +66,13 @@ def sleepy_log(env: dict[str, str]) -> list[dict[str, Any]]:
 def process_gone(pid: int) -> bool:
     """Gone for good: not running, not a zombie waiting to be reaped."""
     return not Path(f"/proc/{pid}").exists()
+
+
+def require(problem: str | None) -> None:
+    """Skip a test whose kernel feature or privilege this machine lacks (`problem` says
+    which); with REQUIRE_BPF=1 such a test fails instead."""
+    if problem is None:
+        return
+    if os.environ.get("REQUIRE_BPF") == "1":
+        pytest.fail(f"REQUIRE_BPF=1, but {problem}")
+    pytest.skip(problem)

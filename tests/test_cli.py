@@ -53,7 +53,9 @@ def workloads(
     yield root
 
 
-@pytest.mark.parametrize("command", ["", "list", "build", "run", "bench", "compare", "doctor"])
+@pytest.mark.parametrize(
+    "command", ["", "list", "build", "run", "bench", "probe", "compare", "doctor"]
+)
 def test_every_command_has_help_with_examples(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -107,7 +109,10 @@ BAD_INPUT = [
     (["run", "sleepy", "--duration-s", "0"], "argument --duration-s: must be > 0, got '0'"),
     (["run", "sleepy", "--duration-s", "-1"], "argument --duration-s: must be > 0, got '-1'"),
     (["run", "sleepy", "--warmup-s", "-0.5"], "argument --warmup-s: must be >= 0, got '-0.5'"),
-    (["run", "sleepy", "--probes", "sched"], "unknown probe 'sched' (valid: none;"),
+    (
+        ["run", "sleepy", "--probes", "sched,oncpu"],
+        "unknown probe 'oncpu' (valid: sched, futex, all, none, bt:PATH/TO/SCRIPT.bt)",
+    ),
     (
         ["run", "sleepy", "--order", "random"],
         "argument --order: invalid choice: 'random' (choose from interleaved, sequential)",

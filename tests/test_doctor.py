@@ -24,6 +24,9 @@ CHECK_NAMES = [
     "isolated_cpus",
     "fio",
     "tracefs",
+    "probe sched",
+    "probe futex",
+    "probe bt",
 ]
 ALL_CAPS = "000001ffffffffff"
 NO_CAPS = "0000000000000000"

@@ -10,7 +10,7 @@ from conftest import FIXTURES
 
 from harness.describe import ParamSpec, parse_description, render
 from harness.errors import BadInput
-from harness.plan import build_plan, parse_probes, plan_matrix
+from harness.plan import build_plan, plan_matrix
 from harness.suites import Scale, discover, load_suite, select
 
 DESCRIBE: dict[str, Any] = {
@@ -253,12 +253,6 @@ def test_bad_plans_name_the_valid_choices(
     with pytest.raises(BadInput) as err:
         plan_for(tmp_path, **kwargs)
     assert message in str(err.value)
-
-
-def test_probes() -> None:
-    assert parse_probes("none") == ()
-    with pytest.raises(BadInput, match=r"unknown probe 'sched' \(valid: none;"):
-        parse_probes("none,sched")
 
 
 def test_bench_matrix_is_scaled_and_clamped(tmp_path: Path) -> None:

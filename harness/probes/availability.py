@@ -1,0 +1,82 @@
+"""Whether each probe can run on this machine, and in one line why not."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from harness import hostinfo
+from harness.paths import REPO_ROOT
+from harness.probes.spec import ProbeSpec
+
+# Capability bit numbers from linux/capability.h.
+CAP_SYS_ADMIN = 21
+CAP_PERFMON = 38
+CAP_BPF = 39
+CAPS = {"CAP_SYS_ADMIN": CAP_SYS_ADMIN, "CAP_PERFMON": CAP_PERFMON, "CAP_BPF": CAP_BPF}
+BTF = "sys/kernel/btf/vmlinux"
+BUILD_HINT = "make -C bpf"
+
+
+def collector_dir() -> Path:
+    """Folder of the built collectors (env HARNESS_BPF_BUILD, default <repo>/bpf/build)."""
+    return Path(os.environ.get("HARNESS_BPF_BUILD") or REPO_ROOT / "bpf" / "build")
+
+
+def collector_binary(name: str) -> Path:
+    return collector_dir() / name
+
+
+def effective_caps(root: Path) -> int | None:
+    status = hostinfo.read_text(root, "proc/self/status") or ""
+    for line in status.splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    return None
+
+
+def held_caps(caps: int) -> set[str]:
+    return {name for name, bit in CAPS.items() if caps >> bit & 1}
+
+
+def privilege_problem(root: Path = Path("/")) -> str | None:
+    """None when this process may load BPF programs (CAP_BPF+CAP_PERFMON, or CAP_SYS_ADMIN)."""
+    caps = effective_caps(root)
+    if caps is None:
+        return "cannot read this process's capabilities (CapEff in /proc/self/status)"
+    held = held_caps(caps)
+    if {"CAP_BPF", "CAP_PERFMON"} <= held or "CAP_SYS_ADMIN" in held:
+        return None
+    return "needs root, or CAP_BPF and CAP_PERFMON"
+
+
+def btf_problem(root: Path = Path("/")) -> str | None:
+    if (root / BTF).exists():
+        return None
+    return f"the kernel has no BTF (/{BTF}), which CO-RE collectors need"
+
+
+def tracefs_mounted(root: Path = Path("/")) -> bool:
+    mounts = hostinfo.read_text(root, "proc/mounts") or ""
+    return any(line.split()[2:3] == ["tracefs"] for line in mounts.splitlines())
+
+
+def collector_problem(name: str, root: Path = Path("/")) -> str | None:
+    binary = collector_binary(name)
+    if not binary.is_file():
+        return f"collector {binary} is not built (run `{BUILD_HINT}`)"
+    if not os.access(binary, os.X_OK):
+        return f"collector {binary} is not executable"
+    return privilege_problem(root) or btf_problem(root)
+
+
+def bpftrace_problem(root: Path = Path("/")) -> str | None:
+    if shutil.which("bpftrace") is None:
+        return "bpftrace is not installed (apt install bpftrace)"
+    return privilege_problem(root)
+
+
+def probe_problem(spec: ProbeSpec, root: Path = Path("/")) -> str | None:
+    """Why the probe cannot run here, or None when it should (attaching may still fail)."""
+    return bpftrace_problem(root) if spec.is_bpftrace else collector_problem(spec.name, root)

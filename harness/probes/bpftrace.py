@@ -1,0 +1,172 @@
+"""Driver of `bpftrace -f json SCRIPT CLIENT_PID` (the pid is the script's $1).
+
+bpftrace 0.17 has no window of its own: it prints every map on SIGUSR1 and again when it
+exits on SIGINT. So SIGUSR1 at measure_start takes the start snapshot, SIGINT at
+measure_end the final one, and the window is their difference (see btmaps).
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.probes import btmaps
+from harness.probes.availability import bpftrace_problem, tracefs_mounted
+from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult
+from harness.probes.process import ProbeProcess
+from harness.probes.spec import ProbeSpec
+from harness.results import write_json_atomic
+from harness.workload import StopFlag
+
+# bpftrace warns about this on every start under kernels that account BPF memory to cgroups
+# (>= 5.11), where the limit no longer matters.
+BENIGN_STDERR = ("couldn't set RLIMIT_MEMLOCK",)
+SIGINT_REPEAT_S = 1.0
+HANDLED = (signal.SIGUSR1, signal.SIGINT)
+TRACEFS_HINT = "tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing"
+
+
+def _benign(line: str) -> bool:
+    return any(text in line for text in BENIGN_STDERR)
+
+
+def is_attached_line(line: str) -> bool:
+    event = btmaps.parse_line(line)
+    return event is not None and event.get("type") == "attached_probes"
+
+
+class BpftraceProbe:
+    """With or without a workload, its window runs from SIGUSR1 to SIGINT."""
+
+    def __init__(self, spec: ProbeSpec, out_path: Path) -> None:
+        assert spec.script is not None
+        self.spec = spec
+        self.script = spec.script
+        self.out_path = out_path
+        self.process: ProbeProcess | None = None
+        self.unavailable: str | None = None
+        self.pid: int | None = None
+        self.start_mark: int | None = None  # stdout lines before SIGUSR1
+        self.end_mark: int | None = None  # stdout lines before SIGINT
+
+    def start(self, pids: Sequence[int]) -> None:
+        self.unavailable = bpftrace_problem()
+        if self.unavailable:
+            return
+        self.pid = pids[0]
+        # Line-buffered: a pipe would otherwise hold the SIGUSR1 snapshot until exit.
+        argv = ["bpftrace", "-B", "line", "-f", "json", str(self.script), str(self.pid)]
+        try:
+            self.process = ProbeProcess(argv)
+        except OSError as err:
+            self.unavailable = f"cannot start bpftrace: {err.strerror}"
+
+    def wait_attached(self, deadline: float, stop: StopFlag | None) -> None:
+        process = self.process
+        if process is None:
+            return
+        # bpftrace 0.17 prints attached_probes before its SIGUSR1 handler is in place.
+        if process.wait_for_line(is_attached_line, deadline, stop) and (
+            process.wait_for_handlers(HANDLED, deadline, stop)
+        ):
+            return
+        if stop is not None and stop.requested:
+            self.unavailable = "interrupted before it attached"
+        elif process.running():
+            self.unavailable = f"not attached and ready for signals after {ATTACH_TIMEOUT_S:g} s"
+        else:
+            self.unavailable = self._failure(process)
+        process.kill()
+        self.process = None
+
+    def window_start(self) -> None:
+        if self.process is not None:
+            self.start_mark = len(self.process.lines)
+            self.process.send(signal.SIGUSR1)
+
+    def window_end(self) -> None:
+        if self.process is not None:
+            self.end_mark = len(self.process.lines)
+            self.process.send(signal.SIGINT)
+
+    def finish(self) -> ProbeResult:
+        result = ProbeResult(self.spec.name, unavailable=self.unavailable)
+        process = self.process
+        if process is None:
+            return result
+        code = self._wait_exit(process)
+        if code is None:
+            process.kill()
+            result.error = (
+                f"bpftrace did not exit within {FINISH_TIMEOUT_S:g} s of SIGINT (bpftrace 0.17 "
+                "can hang printing ustack() maps on SIGUSR1)"
+            )
+        elif code != 0:
+            result.error = self._failure(process)
+        else:
+            data = self._record(process)
+            self.out_path.parent.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(self.out_path, data)
+            result.path, result.data = self.out_path, data
+        return result
+
+    def _wait_exit(self, process: ProbeProcess) -> int | None:
+        """bpftrace 0.17 loses a SIGINT that arrives while it prints its maps (as it does for
+        a while after SIGUSR1 when the window is short): repeat it until it exits."""
+        deadline = time.monotonic() + FINISH_TIMEOUT_S
+        while True:
+            code = process.wait(min(SIGINT_REPEAT_S, max(0.0, deadline - time.monotonic())))
+            if code is not None or time.monotonic() >= deadline:
+                return code
+            process.send(signal.SIGINT)
+
+    def abort(self, reason: str) -> ProbeResult:
+        if self.process is not None:
+            self.process.kill()
+        if self.unavailable:
+            return ProbeResult(self.spec.name, unavailable=self.unavailable)
+        return ProbeResult(self.spec.name, error=reason)
+
+    def _record(self, process: ProbeProcess) -> dict[str, Any]:
+        lines = list(process.lines)
+        start_mark = self.start_mark if self.start_mark is not None else len(lines)
+        end_mark = self.end_mark if self.end_mark is not None else len(lines)
+        window = [e for e in map(btmaps.parse_line, lines[start_mark:end_mark]) if e]
+        after = [e for e in map(btmaps.parse_line, lines[end_mark:]) if e]
+        start_events, snapshot_end = btmaps.first_snapshot(window)
+        notes = []
+        if not start_events:
+            notes.append(
+                "no map was printed between SIGUSR1 and SIGINT: the window difference is the "
+                "whole run (bpftrace had not printed its start snapshot, or the script has no "
+                "maps)"
+            )
+        start = btmaps.maps_of(start_events)
+        end = btmaps.maps_of(after)
+        diff, not_diffed = btmaps.diff_snapshots(start, end)
+        output = [e for e in window[snapshot_end:] + after if not btmaps.is_map(e)]
+        return {
+            "probe": self.spec.name,
+            "script": str(self.script),
+            "pid": self.pid,
+            "start": start,
+            "end": end,
+            "output": output,
+            "diff": diff,
+            "not_diffed": not_diffed,
+            "notes": notes,
+            "stderr": process.stderr_lines(_benign),
+            "lines": lines,
+        }
+
+    def _failure(self, process: ProbeProcess) -> str:
+        code = process.wait(0)
+        lines = process.stderr_lines(_benign)
+        errors = [line for line in lines if "ERROR" in line]
+        reason = (errors or lines or [f"exited with code {code}"])[0].strip()
+        if not tracefs_mounted() and ("tracepoint" in reason or "tracing" in reason):
+            reason += f" ({TRACEFS_HINT})"
+        return f"bpftrace: {reason}"

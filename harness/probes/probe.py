@@ -1,0 +1,49 @@
+"""What every probe driver offers the session, and what it hands back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.probes.spec import ProbeSpec
+from harness.workload import StopFlag
+
+ATTACH_TIMEOUT_S = 20.0  # loading and attaching; bpftrace compiles first
+FINISH_TIMEOUT_S = 30.0  # detaching, resolving stacks and writing the output
+
+
+@dataclass
+class ProbeResult:
+    """One probe over one window: its output, or why there is none."""
+
+    name: str
+    path: Path | None = None  # the raw output file
+    data: dict[str, Any] | None = None
+    unavailable: str | None = None  # it could not attach: the run goes on without it
+    error: str | None = None  # it attached but produced no usable output
+
+    @property
+    def ok(self) -> bool:
+        return self.data is not None and self.unavailable is None and self.error is None
+
+
+class Probe(Protocol):
+    spec: ProbeSpec
+
+    def start(self, pids: Sequence[int]) -> None:
+        """Spawn it against the processes (the measured client first); never blocks."""
+
+    def wait_attached(self, deadline: float, stop: StopFlag | None) -> None:
+        """Block until it is attached; a probe that cannot attach becomes unavailable."""
+
+    def window_start(self) -> None: ...
+
+    def window_end(self) -> None: ...
+
+    def finish(self) -> ProbeResult:
+        """After window_end: wait for it to exit and read its output."""
+
+    def abort(self, reason: str) -> ProbeResult:
+        """Stop it without a complete window; the result says why."""

@@ -1,0 +1,83 @@
+"""The probes of one repeat, driven by the workload's events (the hooks of run_repeat).
+
+ready(pids): start every probe and wait until each is attached, before the gate opens;
+measure_start: open their window; measure_end: close it. close() then collects the output,
+or stops probes whose window never closed (the workload failed or the run was stopped).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.probes.bpftrace import BpftraceProbe
+from harness.probes.collector import CollectorProbe
+from harness.probes.probe import ATTACH_TIMEOUT_S, Probe, ProbeResult
+from harness.probes.spec import ProbeSpec
+from harness.workload import StopFlag
+
+
+def make_probe(spec: ProbeSpec, out_path: Path, now: bool) -> Probe:
+    """now: the collectors count from their attachment, not from SIGUSR1 (`harness probe`)."""
+    if spec.is_bpftrace:
+        return BpftraceProbe(spec, out_path)
+    return CollectorProbe(spec, out_path, now)
+
+
+def raw_path(folder: Path, repeat: int, spec: ProbeSpec) -> Path:
+    """`<folder>/r<repeat>-<probe>.json`, repeat counted from 1."""
+    return folder / f"r{repeat}-{spec.file_stem}.json"
+
+
+class ProbeSession:
+    """Also the hooks object of workload.run_repeat."""
+
+    def __init__(
+        self,
+        specs: Sequence[ProbeSpec],
+        folder: Path,
+        repeat: int,
+        stop: StopFlag | None,
+        now: bool = False,
+    ) -> None:
+        self.probes = [make_probe(spec, raw_path(folder, repeat, spec), now) for spec in specs]
+        self.stop = stop
+        self.pids: list[int] = []
+        self.stage = "before 'ready'"
+        self.no_pids = False
+
+    def on_ready(self, pids: Sequence[int]) -> None:
+        self.stage = "after 'ready'"
+        self.pids = list(pids)
+        if not self.pids:
+            self.no_pids = True
+            return
+        for probe in self.probes:
+            probe.start(self.pids)
+        deadline = time.monotonic() + ATTACH_TIMEOUT_S
+        for probe in self.probes:
+            probe.wait_attached(deadline, self.stop)
+
+    def on_measure_start(self) -> None:
+        self.stage = "after 'measure_start'"
+        for probe in self.probes:
+            probe.window_start()
+
+    def on_measure_end(self) -> None:
+        self.stage = "closed"
+        for probe in self.probes:
+            probe.window_end()
+
+    def close(self) -> dict[str, ProbeResult]:
+        """Every probe's result; no probe process is left running."""
+        results = {}
+        for probe in self.probes:
+            name = probe.spec.name
+            if self.no_pids:
+                results[name] = ProbeResult(name, unavailable="the ready event lists no pids")
+            elif self.stage == "closed":
+                results[name] = probe.finish()
+            else:
+                results[name] = probe.abort(f"the window never closed (workload {self.stage})")
+        return results

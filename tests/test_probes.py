@@ -1,0 +1,278 @@
+"""Probes without the kernel: --probes parsing, bpftrace snapshots, per-op metrics, the cell
+record, and a run whose probes are unavailable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import only_run, run_harness
+
+from harness.errors import BadInput
+from harness.paths import REPO_ROOT
+from harness.probes import btmaps, overhead
+from harness.probes.metrics import hist_quantile, per_op_metrics
+from harness.probes.probe import ProbeResult
+from harness.probes.record import add_repeat, cell_folder
+from harness.probes.spec import ProbeSpec, parse_probes
+
+SCRIPT = REPO_ROOT / "bpf" / "syscalls_per_op.bt"
+
+
+def names(text: str) -> list[str]:
+    return [spec.name for spec in parse_probes(text)]
+
+
+def test_probe_lists() -> None:
+    assert names("all") == ["sched", "futex"]
+    assert names("futex, sched,futex") == ["futex", "sched"]
+    assert names("sched,all") == ["sched", "futex"]
+    assert parse_probes("none") == ()
+    (spec,) = parse_probes(f"bt:{SCRIPT}")
+    assert spec == ProbeSpec("bt:syscalls_per_op", SCRIPT)
+    assert spec.file_stem == "bt-syscalls_per_op"
+    # A bare script name is looked up in the repo's bpf/ folder too.
+    assert parse_probes("bt:syscalls_per_op.bt") == (spec,)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("oncpu", "unknown probe 'oncpu' (valid: sched, futex, all, none, bt:PATH/TO/SCRIPT.bt)"),
+        ("sched,gc", "unknown probe 'gc' (valid: sched, futex, all, none, bt:PATH"),
+        ("none,sched", "'none' cannot be combined with other probes"),
+        (" , ", "--probes: expected a comma-separated list"),
+        ("bt:", "probe 'bt:': expected bt:PATH/TO/SCRIPT.bt"),
+        ("bt:nowhere/x.bt", "probe 'bt:nowhere/x.bt': no bpftrace script at nowhere/x.bt"),
+    ],
+)
+def test_bad_probe_lists(text: str, message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        parse_probes(text)
+    assert message in str(err.value)
+
+
+def test_two_scripts_with_one_name_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "syscalls_per_op.bt").write_text("BEGIN { exit(); }\n")
+    with pytest.raises(BadInput, match="two bpftrace scripts named 'bt:syscalls_per_op'"):
+        parse_probes(f"bt:{SCRIPT},bt:{tmp_path / 'syscalls_per_op.bt'}")
+
+
+@pytest.mark.parametrize("command", ["run sleepy", "bench", "probe --pid 1 --duration-s 1"])
+def test_an_unknown_probe_is_one_line_and_exit_2(command: str, harness_env: dict[str, str]) -> None:
+    done = run_harness([*command.split(), "--probes", "sched,oncpu"], harness_env)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "harness: error: unknown probe 'oncpu' (valid: sched, futex, all, none, "
+        "bt:PATH/TO/SCRIPT.bt)"
+    ]
+
+
+def test_overhead_needs_probes(harness_env: dict[str, str]) -> None:
+    done = run_harness(["run", "sleepy", "--probes", "none", "--probe-overhead"], harness_env)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "harness: error: --probe-overhead needs probes to measure, and --probes is none"
+    )
+
+
+def test_probe_needs_a_live_pid(harness_env: dict[str, str]) -> None:
+    done = run_harness(["probe", "--pid", "999999999", "--duration-s", "1"], harness_env)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "harness: error: --pid 999999999: no such process"
+
+
+def events(*lines: str) -> list[dict[str, Any]]:
+    parsed = [btmaps.parse_line(line) for line in lines]
+    return [e for e in parsed if e is not None]
+
+
+def test_bpftrace_window_difference() -> None:
+    start, end = (
+        events(
+            '{"type": "map", "data": {"@total": 10}}',
+            '{"type": "map", "data": {"@calls": {"read": 5, "write": 1}}}',
+            '{"type": "hist", "data": {"@ns": [{"min": 8, "max": 15, "count": 2}]}}',
+            '{"type": "map", "data": {"@name": {"0": "read"}}}',
+        ),
+        events(
+            '{"type": "map", "data": {"@total": 25}}',
+            # usym() keys repeat a function's name once per call site: they add up.
+            '{"type": "map", "data": {"@calls": {"read": 9, "write": 1, "poll": 2, "poll": 3}}}',
+            '{"type": "hist", "data": {"@ns": [{"min": 8, "max": 15, "count": 7},'
+            ' {"min": 16, "max": 31, "count": 1}]}}',
+            '{"type": "map", "data": {"@name": {"0": "read"}}}',
+            '{"type": "stats", "data": {"@s": {"count": 2, "average": 3, "total": 6}}}',
+        ),
+    )
+    diff, skipped = btmaps.diff_snapshots(btmaps.maps_of(start), btmaps.maps_of(end))
+    assert diff == {
+        "@total": 15,
+        "@calls": {"read": 4, "poll": 5},
+        "@ns": [{"min": 8, "max": 15, "count": 5}, {"min": 16, "max": 31, "count": 1}],
+    }
+    assert skipped == ["@name", "@s"]
+
+
+def test_the_start_snapshot_is_the_first_run_of_maps() -> None:
+    window = events(
+        "",
+        '{"type": "map", "data": {"@a": 1}}',
+        '{"type": "map", "data": {"@b": 2}}',
+        '{"type": "printf", "data": "tick"}',
+        '{"type": "map", "data": {"@a": 5}}',
+    )
+    snapshot, end = btmaps.first_snapshot(window)
+    assert [list(e["data"]) for e in snapshot] == [["@a"], ["@b"]] and end == 2
+
+
+def test_quantiles_interpolate_inside_log2_buckets() -> None:
+    # Slot i holds [2^i, 2^(i+1)) ns: 10 values in [1024, 2048), 10 in [2048, 4096).
+    hist = [0] * 10 + [10, 10]
+    assert hist_quantile(hist, 0.5) == 2048.0  # the 10th of 20 ends the first bucket
+    assert hist_quantile(hist, 0.25) == 1024 + 1024 * 5 / 10
+    assert hist_quantile(hist, 0.99) == pytest.approx(2048 + 2048 * 9.8 / 10)
+    assert hist_quantile([3], 0.5) == 1.0  # slot 0 is [0, 2)
+    assert hist_quantile([0, 0], 0.5) is None
+
+
+SCHED = {
+    "threads": [
+        {
+            "pid": 7,
+            "tid": 7,
+            "voluntary_switches": 30,
+            "involuntary_switches": 10,
+            "offcpu_ns": 5000,
+            "runq_hist_log2_ns": [0, 0, 0, 0, 4],
+            "wakeups_received": 25,
+        },
+        {
+            "pid": 7,
+            "tid": 8,
+            "voluntary_switches": 10,
+            "involuntary_switches": 0,
+            "offcpu_ns": 3000,
+            "runq_hist_log2_ns": [0, 0, 0, 0, 0, 4],
+            "wakeups_received": 15,
+        },
+        # The server's threads are not the client's.
+        {"pid": 9, "tid": 9, "voluntary_switches": 999, "offcpu_ns": 999, "wakeups_received": 9},
+    ]
+}
+FUTEX = {
+    "processes": [
+        {
+            "pid": 7,
+            "ops": {
+                "WAIT": {"count": 6, "total_ns": 900},
+                "WAIT_BITSET": {"count": 2, "total_ns": 100},
+            },
+        },
+        {"pid": 9, "ops": {"WAIT": {"count": 1000, "total_ns": 1}}},
+    ]
+}
+
+
+def test_per_op_metrics_count_the_client_only() -> None:
+    metrics = per_op_metrics({"ok": 20, "issued": 40}, {"sched": SCHED, "futex": FUTEX}, 7)
+    assert metrics == {
+        "ctx_switches_per_op": 2.5,
+        "voluntary_switches_per_op": 2.0,
+        "wakeups_per_op": 2.0,
+        "offcpu_ns_per_op": 400.0,
+        # 4 values in [16, 32) and 4 in [32, 64): the median ends the first bucket.
+        "runq_latency_ns": {"p50": 32.0, "p99": pytest.approx(32 + 32 * 3.92 / 4)},
+        "futex_waits_per_op": 0.4,
+        "futex_wait_ns_per_op": 50.0,
+    }
+    assert per_op_metrics({"issued": 40}, {"futex": FUTEX}, 7)["futex_waits_per_op"] == 0.2
+    assert per_op_metrics({"ops_per_sec": 5.0}, {"sched": SCHED}, 7) == {}
+
+
+def test_the_cell_record_keeps_paths_totals_and_reasons(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    folder = cell_folder(run_dir, "none/concurrency=64")
+    assert folder == run_dir / "probes" / "none" / "concurrency=64"
+    assert cell_folder(run_dir, "a/../b") == run_dir / "probes" / "a" / "_.._" / "b"
+    path = folder / "r1-sched.json"
+    sched = {"window_ns": 5, "lost_events": 0, "totals": {"wakeups": 3, "runq": [1, 2]}}
+    probes: dict[str, Any] = {}
+    add_repeat(
+        probes,
+        1,
+        {
+            "sched": ProbeResult("sched", path=path, data=sched),
+            "futex": ProbeResult("futex", unavailable="needs root"),
+        },
+        run_dir,
+        ops=10.0,
+    )
+    second = {**sched, "totals": {"wakeups": 4, "runq": [1, 0, 5]}}
+    add_repeat(
+        probes,
+        2,
+        {
+            "sched": ProbeResult("sched", path=folder / "r2-sched.json", data=second),
+            "futex": ProbeResult("futex", unavailable="needs root"),
+        },
+        run_dir,
+        ops=10.0,
+    )
+    assert probes["sched"]["paths"] == [
+        "probes/none/concurrency=64/r1-sched.json",
+        "probes/none/concurrency=64/r2-sched.json",
+    ]
+    assert probes["sched"]["lost_events"] == 0
+    assert probes["sched"]["totals"] == {"wakeups": 7, "runq": [2, 2, 5]}
+    assert probes["futex"]["unavailable"] == "needs root"
+    assert probes["futex"]["repeats"] == [
+        {"repeat": 1, "unavailable": "needs root"},
+        {"repeat": 2, "unavailable": "needs root"},
+    ]
+
+
+def test_overhead_variants_and_ratios() -> None:
+    sched, futex = parse_probes("sched,futex")
+    assert overhead.variants((sched, futex), overhead=False) == [("all", (sched, futex))]
+    assert [key for key, _ in overhead.variants((sched, futex), overhead=True)] == [
+        "none",
+        "sched",
+        "futex",
+        "all",
+    ]
+    assert overhead.variants((sched,), overhead=True) == [("none", ()), ("sched", (sched,))]
+    runs = {"none": [{"ops_per_sec": 100}, {"ops_per_sec": 120}], "sched": [{"ops_per_sec": 99}]}
+    assert overhead.cell_overhead(runs) == {"sched": 0.9}
+    cells = [{"probe_overhead": {"sched": 0.5}}, {"probe_overhead": {"sched": 2.0}}]
+    assert overhead.run_overhead(cells) == {"sched": pytest.approx(1.0)}
+
+
+def test_unavailable_probes_are_recorded_and_the_run_goes_on(
+    harness_env: dict[str, str], tmp_path: Path
+) -> None:
+    # No collectors where they are looked for, no bpftrace on PATH.
+    env = {**harness_env, "HARNESS_BPF_BUILD": str(tmp_path / "no-collectors")}
+    env["PATH"] = str(tmp_path)
+    args = ["run", "sleepy", "--strategies", "slow", "--repeat", "2"]
+    args += ["--probes", f"sched,futex,bt:{SCRIPT}"]
+    done = run_harness([*args, "--duration-s", "0.1", "--warmup-s", "0"], env)
+    assert done.returncode == 0, done.stderr
+    doc = only_run(env)
+    assert doc["status"] == "complete"
+    assert doc["config"]["probes"] == ["sched", "futex", "bt:syscalls_per_op"]
+    (cell,) = doc["cells"]
+    assert len(cell["repeats"]) == 2
+    reasons = {
+        name: f"collector {tmp_path}/no-collectors/{name} is not built (run `make -C bpf`)"
+        for name in ("sched", "futex")
+    }
+    reasons["bt:syscalls_per_op"] = "bpftrace is not installed (apt install bpftrace)"
+    for name, reason in reasons.items():
+        assert cell["probes"][name]["unavailable"] == reason
+        assert [r["repeat"] for r in cell["probes"][name]["repeats"]] == [1, 2]
+        assert f"probe {name} unavailable (slow): {reason}" in done.stdout
+    assert not (Path(env["HARNESS_RESULTS"]) / "runs" / doc["run_id"] / "probes").exists()
+    assert "ctx_switches_per_op" not in json.dumps(cell["repeats"])
