@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::completion::{Completion, Outcome};
 use crate::connection::Connection;
+use crate::handler_map::RequestId;
 use crate::metrics::TimerCounts;
 use crate::params::Params;
 
@@ -129,6 +130,29 @@ pub struct Request {
     pub measured: bool,
     /// When it is sent; deadlines count from here.
     pub sent_at: Instant,
+}
+
+impl Request {
+    /// Issues the request on `conn` with its deadline `timeout` after `sent_at`, and counts
+    /// the timer registered for it; the error outcome if it could not be issued.
+    fn issue_with_timeout(
+        &self,
+        conn: &Connection,
+        completion: &Arc<Completion>,
+        timeout: Duration,
+        counts: &mut TimerCounts,
+    ) -> Result<RequestId, Outcome> {
+        let id = conn
+            .issue(
+                completion,
+                Some(self.sent_at + timeout),
+                self.key,
+                self.measured,
+            )
+            .map_err(Outcome::Error)?;
+        counts.registered += 1;
+        Ok(id)
+    }
 }
 
 /// A strategy set up for a run.

@@ -22,12 +22,10 @@ pub async fn execute(
     timeout: Duration,
     counts: &mut TimerCounts,
 ) -> Outcome {
-    let deadline = request.sent_at + timeout;
-    let id = match conn.issue(completion, Some(deadline), request.key, request.measured) {
+    let id = match request.issue_with_timeout(conn, completion, timeout, counts) {
         Ok(id) => id,
-        Err(e) => return Outcome::Error(e),
+        Err(outcome) => return outcome,
     };
-    counts.registered += 1;
     let outcome = completion.wait(id).await;
     match outcome {
         Outcome::Timeout => counts.fired += 1,
