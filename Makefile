@@ -58,6 +58,7 @@ lint: python-env
 
 test-rust:
 	cd $(TIMERS) && cargo test --locked --workspace
+	cd $(TIMERS) && cargo test --locked --manifest-path legacy/Cargo.toml
 
 test-loom:
 	cd $(TIMERS) && RUSTFLAGS="$(LOOM_RUSTFLAGS)" cargo test --locked --release \
