@@ -15,7 +15,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -488,6 +488,80 @@ def test_futex_window_gating(
     (process,) = run.result["processes"]
     assert process["ops"]["WAIT"]["failed"]["EAGAIN"] == 50
     assert run.result["totals"]["failed_waits"] == 60
+
+
+# The storm fixture's calls per thread: ~1 s of events on this VM with the probes attached.
+STORM_FUTEX_CALLS = 2_000_000
+STORM_YIELDS = 1_000_000
+STORM_RATE_REFERENCE = 1e6  # events/s the collectors must take without loss (bpf/README.md)
+
+
+def report_rate(
+    record_property: Callable[[str, object], None], what: str, events: int, ns: int
+) -> None:
+    """The rate the fixture reached, for the test report; the counts are what is asserted."""
+    rate = events / (ns / 1e9)
+    record_property(f"{what}_events_per_s", round(rate))
+    print(f"{what}: {events} events in {ns / 1e9:.2f} s = {rate / 1e6:.2f}M events/s")
+    if rate < STORM_RATE_REFERENCE:
+        print(f"{what}: below {STORM_RATE_REFERENCE:.0f} events/s, the machine is loaded")
+
+
+def test_futex_no_loss_at_high_rate(
+    collectors: Path,
+    fixtures: dict[str, Path],
+    tmp_path: Path,
+    reap: list[LineProcess],
+    record_property: Callable[[str, object], None],
+) -> None:
+    """Every futex call of a storm (millions a second: two events each, entry and exit) is
+    counted exactly, and nothing is lost."""
+    target = Target(fixtures["storm"])
+    reap.append(target)
+    collector = Collector("futex", [target.pid], tmp_path / "futex.json", "--now")
+    reap.append(collector)
+    eagains, wakes, elapsed_ns = map(int, target.phase(f"futex {STORM_FUTEX_CALLS}"))
+    run = collector.stop()
+    assert run.rc == 0
+    assert run.result["lost_events"] == 0
+    assert eagains == wakes > 0
+    (process,) = run.result["processes"]
+    assert process["ops"]["WAIT"]["failed"]["EAGAIN"] == eagains
+    # The main thread's one wake of the gate, and its workers' waits on it, come on top.
+    assert process["wake_calls"] == wakes + 1
+    assert process["ops"]["WAIT"]["count"] <= (os.cpu_count() or 1)
+    report_rate(record_property, "futex", 2 * (eagains + wakes), elapsed_ns)
+
+
+def test_sched_no_loss_at_high_rate(
+    collectors: Path,
+    fixtures: dict[str, Path],
+    tmp_path: Path,
+    reap: list[LineProcess],
+    record_property: Callable[[str, object], None],
+) -> None:
+    """Two threads per CPU yielding to each other: millions of switches a second, each one
+    counted as /proc counts it, and nothing lost."""
+    target = Target(fixtures["storm"])
+    reap.append(target)
+    collector = Collector("sched", [target.pid], tmp_path / "sched.json", "--now")
+    reap.append(collector)
+    calls_word, elapsed_word, *threads = target.phase(f"yield {STORM_YIELDS}")
+    run = collector.stop()
+    assert run.rc == 0
+    assert run.result["lost_events"] == 0
+    # The yielders' own counts (getrusage as each ended; they are gone from /proc by now).
+    after: Counters = {}
+    for word in threads:
+        tid, voluntary, involuntary = map(int, word.split(":"))
+        after[tid] = ("storm", voluntary, involuntary)
+    measured = [t for t in run.result["threads"] if t["tid"] in after]
+    assert_switches_match({"threads": measured}, dict.fromkeys(after, ("storm", 0, 0)), after)
+    calls, elapsed_ns = int(calls_word), int(elapsed_word)
+    totals = run.result["totals"]
+    switches = totals["voluntary_switches"] + totals["involuntary_switches"]
+    assert switches >= 0.9 * calls
+    report_rate(record_property, "sched", switches, elapsed_ns)
 
 
 def bpf_ids(kind: str) -> set[int]:
