@@ -1,0 +1,322 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func runMain(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestDescribeIsValid(t *testing.T) {
+	code, out, _ := runMain(t, "", "describe")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var d map[string]any
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d["suite"] != "pools" || d["contract_version"] != 1.0 || d["baseline"] != "fifo-channel" ||
+		d["default_scenario"] != "contended" {
+		t.Errorf("header: %v %v %v %v", d["suite"], d["contract_version"], d["baseline"], d["default_scenario"])
+	}
+	var strategies []string
+	for _, s := range d["strategies"].([]any) {
+		strategies = append(strategies, s.(map[string]any)["name"].(string))
+	}
+	if strings.Join(strategies, ",") != "fifo-channel,smart-lifo,puddle" {
+		t.Errorf("strategies %v", strategies)
+	}
+	specsByName := map[string]spec{}
+	for _, s := range specs() {
+		specsByName[s.Name] = s
+	}
+	for _, p := range d["params"].([]any) {
+		pm := p.(map[string]any)
+		ty := pm["type"].(string)
+		if !strings.Contains("int float choice string", ty) || pm["help"] == "" {
+			t.Errorf("param %v", pm)
+		}
+	}
+	// Every scenario value names a parameter and passes its validation.
+	names := map[string]bool{}
+	for _, s := range d["scenarios"].([]any) {
+		sm := s.(map[string]any)
+		names[sm["name"].(string)] = true
+		for k, v := range sm["params"].(map[string]any) {
+			sp, ok := specsByName[k]
+			if !ok {
+				t.Errorf("scenario %v: unknown param %s", sm["name"], k)
+				continue
+			}
+			text := strings.Trim(string(must(json.Marshal(v))), `"`)
+			if _, err := parseValue(sp, text); err != nil {
+				t.Errorf("scenario %v: %v", sm["name"], err)
+			}
+		}
+	}
+	for _, want := range []string{"contended", "uncontended", "uncontended-no-settings", "points", "closed-loop", "ballast"} {
+		if !names[want] {
+			t.Errorf("scenario %s missing", want)
+		}
+	}
+	metrics := map[string]string{}
+	for _, m := range d["metrics"].([]any) {
+		mm := m.(map[string]any)
+		metrics[mm["name"].(string)] = mm["better"].(string)
+	}
+	for name, better := range map[string]string{"wait_ns.avg": "lower", "wait_ns.p50": "lower",
+		"wait_ns.p99": "lower", "ops_per_sec": "higher", "runtime_gc_cycles": "lower"} {
+		if metrics[name] != better {
+			t.Errorf("metric %s: better %q, want %q", name, metrics[name], better)
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Bad input: exit 2, exactly one stderr line naming the input and the valid choices.
+func TestBadInput(t *testing.T) {
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--strategy", "tokio", "--duration-s", "1"},
+			[]string{"'tokio'", "fifo-channel, smart-lifo, puddle"}},
+		{[]string{"run", "--strategy", "smart-lifo", "--scenario", "x", "--duration-s", "1"},
+			[]string{"'x'", "contended", "ballast"}},
+		{[]string{"run", "--strategy", "smart-lifo", "--param", "nope=1", "--duration-s", "1"},
+			[]string{"'nope'", "rps"}},
+		{[]string{"run", "--strategy", "smart-lifo", "--param", "capacity=0", "--duration-s", "1"},
+			[]string{"'capacity'", "1..1000000"}},
+		{[]string{"run", "--strategy", "smart-lifo", "--param", "settings=a,b", "--duration-s", "1"},
+			[]string{"'settings'", "weights"}},
+		{[]string{"run", "--strategy", "smart-lifo", "--param", "pacing=fast", "--duration-s", "1"},
+			[]string{"'pacing'", "absolute, sleep"}},
+		{[]string{"run", "--strategy", "smart-lifo", "--duration-s", "0"},
+			[]string{"--duration-s"}},
+		{[]string{"run", "--strategy", "smart-lifo", "--duration-s", "1", "--warmup-s", "-1"},
+			[]string{"--warmup-s"}},
+		{[]string{"run", "--strategy", "smart-lifo", "--duration-s", "0.01"},
+			[]string{"trace", "latency"}},
+		{[]string{"run", "--strategy", "smart-lifo", "--duration-s", "1", "--bogus"},
+			[]string{"bogus"}},
+		{[]string{"run", "--strategy", "smart-lifo", "--param", "idle_conns=9", "--duration-s", "1"},
+			[]string{"'idle_conns'"}},
+		{[]string{"run", "--duration-s", "1"}, []string{"--strategy", "fifo-channel, smart-lifo, puddle"}},
+		{[]string{"run", "--strategy", "puddle"}, []string{"--duration-s"}},
+		{[]string{"frobnicate"}, []string{"'frobnicate'", "describe, run"}},
+		{nil, []string{"describe, run"}},
+	}
+	for _, c := range cases {
+		code, out, errText := runMain(t, "", c.args...)
+		if code != 2 || out != "" {
+			t.Errorf("%v: exit %d, stdout %q", c.args, code, out)
+		}
+		if lines := strings.Split(strings.TrimSuffix(errText, "\n"), "\n"); len(lines) != 1 ||
+			!strings.HasPrefix(lines[0], "error: ") {
+			t.Errorf("%v: stderr %q is not one error line", c.args, errText)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errText, w) {
+				t.Errorf("%v: stderr %q lacks %q", c.args, errText, w)
+			}
+		}
+	}
+}
+
+func events(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var evs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("bad line %q: %v", line, err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func checkResult(t *testing.T, res map[string]any) {
+	t.Helper()
+	for _, k := range []string{"strategy", "scenario", "params", "ops", "ops_per_sec", "timeouts", "errors",
+		"connections_opened", "per_conn_requests", "per_conn_applies", "per_conn_resets",
+		"conn_requests", "conn_applies", "conn_resets", "runtime_gc_cycles",
+		"runtime_gc_pause_total_ns", "wait_hist", "latency_ns"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("result lacks %s", k)
+		}
+	}
+	w := res["wait_ns"].(map[string]any)
+	for _, k := range []string{"avg", "std", "p50", "p75", "p99", "max"} {
+		if v, ok := w[k].(float64); !ok || math.IsNaN(v) {
+			t.Errorf("wait_ns.%s = %v", k, w[k])
+		}
+	}
+	if res["ops"].(float64) <= 0 {
+		t.Error("no ops")
+	}
+}
+
+// Every strategy replays a short trace and a short closed loop; events come in order and
+// the result carries the metrics.
+func TestRunEveryStrategy(t *testing.T) {
+	for _, strategy := range []string{"fifo-channel", "smart-lifo", "puddle"} {
+		for _, args := range [][]string{
+			{"--scenario", "contended", "--duration-s", "0.5", "--param", "latency_ms=2"},
+			{"--scenario", "closed-loop", "--duration-s", "0.2", "--warmup-s", "0.05", "--param", "goroutines=4"},
+		} {
+			full := append([]string{"run", "--strategy", strategy}, args...)
+			code, out, errText := runMain(t, "", full...)
+			if code != 0 {
+				t.Fatalf("%v: exit %d: %s", full, code, errText)
+			}
+			evs := events(t, out)
+			var order []string
+			for _, ev := range evs {
+				order = append(order, ev["event"].(string))
+			}
+			if strings.Join(order, ",") != "ready,measure_start,measure_end,result" {
+				t.Fatalf("events %v", order)
+			}
+			if pids := evs[0]["pids"].([]any); len(pids) != 1 || int(pids[0].(float64)) != os.Getpid() {
+				t.Errorf("ready pids %v", pids)
+			}
+			res := evs[3]
+			checkResult(t, res)
+			if res["strategy"] != strategy {
+				t.Errorf("strategy %v", res["strategy"])
+			}
+		}
+	}
+}
+
+// The same seed replays the same trace: the request count is the same for every strategy.
+func TestSameTraceEveryStrategy(t *testing.T) {
+	var counts []float64
+	for _, strategy := range []string{"fifo-channel", "smart-lifo", "puddle"} {
+		_, out, _ := runMain(t, "", "run", "--strategy", strategy, "--scenario", "points",
+			"--duration-s", "0.3", "--param", "rps=500", "--param", "latency_ms=1")
+		evs := events(t, out)
+		counts = append(counts, evs[len(evs)-1]["requests"].(float64))
+	}
+	if counts[0] != counts[1] || counts[1] != counts[2] {
+		t.Errorf("request counts differ: %v", counts)
+	}
+}
+
+// The ballast scenario: FIFO opens every slot, LIFO a few.
+func TestBallastOpensConnections(t *testing.T) {
+	opened := map[string]float64{}
+	for _, strategy := range []string{"fifo-channel", "smart-lifo"} {
+		_, out, errText := runMain(t, "", "run", "--strategy", strategy, "--scenario", "ballast",
+			"--duration-s", "0.2", "--warmup-s", "0.1", "--param", "capacity=200", "--param", "goroutines=2")
+		evs := events(t, out)
+		if len(evs) != 4 {
+			t.Fatalf("%s: %s", strategy, errText)
+		}
+		opened[strategy] = evs[3]["connections_opened"].(float64)
+	}
+	if opened["fifo-channel"] != 200 || opened["smart-lifo"] > 2 {
+		t.Errorf("opened %v, want fifo-channel 200 and smart-lifo <= 2", opened)
+	}
+}
+
+// The built binary: with --gate it prints ready and waits for a line on stdin.
+func TestGateWaitsForStdin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "pools-bench")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/pools-bench")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "run", "--strategy", "smart-lifo", "--scenario", "closed-loop",
+		"--duration-s", "0.1", "--warmup-s", "0", "--gate", "--param", "goroutines=2")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 8)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<22)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	first := <-lines
+	if !strings.Contains(first, `"event":"ready"`) {
+		t.Fatalf("first line %q", first)
+	}
+	select {
+	case l := <-lines:
+		t.Fatalf("went on before the gate: %q", l)
+	case <-time.After(300 * time.Millisecond):
+	}
+	io.WriteString(stdin, "go\n")
+	var rest []string
+	for l := range lines {
+		rest = append(rest, l)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rest) != 3 || !strings.Contains(rest[2], `"event":"result"`) {
+		t.Errorf("after the gate: %v", rest)
+	}
+	// Bad input from the binary: exit 2, one stderr line.
+	bad := exec.Command(bin, "run", "--strategy", "nope", "--duration-s", "1")
+	var errb bytes.Buffer
+	bad.Stderr = &errb
+	err := bad.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 ||
+		strings.Count(errb.String(), "\n") != 1 {
+		t.Errorf("bad strategy: %v, stderr %q", err, errb.String())
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	var h hist
+	for v := int64(1); v <= 1_000_000; v++ {
+		h.record(v)
+	}
+	for _, q := range []float64{0.5, 0.9, 0.99} {
+		got, want := h.quantile(q), q*1e6
+		if math.Abs(got-want)/want > 1.0/16 {
+			t.Errorf("q%v: %v, want ~%v", q, got, want)
+		}
+	}
+	for i := range 900 {
+		if bucketOf(bucketUpper(i)) != i || (i > 0 && bucketOf(bucketUpper(i-1)+1) != i) {
+			t.Fatalf("bucket %d bounds inconsistent", i)
+		}
+	}
+	s := summary([]float64{1, 2, 3, 4})
+	if s["p50"] != 2.5 || s["avg"] != 2.5 || s["max"] != 4 {
+		t.Errorf("summary %v", s)
+	}
+}

@@ -1,0 +1,501 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var strategies = []string{"fifo-channel", "smart-lifo", "puddle"}
+
+func forEach(t *testing.T, f func(t *testing.T, strategy string)) {
+	for _, s := range strategies {
+		t.Run(s, func(t *testing.T) { f(t, s) })
+	}
+}
+
+func newPool(t *testing.T, strategy string, cfg Config) (Pool, *Tracker) {
+	t.Helper()
+	if cfg.Tracker == nil {
+		cfg.Tracker = &Tracker{}
+	}
+	p, err := New(strategy, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, cfg.Tracker
+}
+
+// eventually polls cond for up to 5 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// noLeaks checks that every connection is closed and the goroutines are back to before.
+func noLeaks(t *testing.T, tr *Tracker, goroutines int) {
+	t.Helper()
+	eventually(t, "every connection closed", func() bool { return tr.Live() == 0 })
+	for _, c := range tr.Conns() {
+		if !c.IsClosed() {
+			t.Errorf("connection %d left open", c.ID)
+		}
+	}
+	eventually(t, fmt.Sprintf("goroutines back to %d", goroutines), func() bool {
+		return runtime.NumGoroutine() <= goroutines
+	})
+}
+
+func settingsFor(n int) []*Setting {
+	var in Interner
+	out := []*Setting{nil}
+	for i := 1; i < n; i++ {
+		out = append(out, in.Intern(fmt.Sprintf("set s%d=1", i)))
+	}
+	return out
+}
+
+// A connection is never lent out twice at once, the pool never opens more than its
+// capacity, every Get returns the setting asked for, and Close leaves nothing behind.
+func TestStressExclusiveWithinCapacity(t *testing.T) {
+	forEach(t, func(t *testing.T, strategy string) {
+		before := runtime.NumGoroutine()
+		const capacity = 4
+		p, tr := newPool(t, strategy, Config{Capacity: capacity})
+		settings := settingsFor(4)
+		var held sync.Map
+		var failures atomic.Int64
+		fail := func(format string, args ...any) {
+			if failures.Add(1) < 5 {
+				t.Errorf(format, args...)
+			}
+		}
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(g), 1))
+				for i := range 300 {
+					s := settings[rng.IntN(len(settings))]
+					c, err := p.Get(context.Background(), s)
+					if err != nil {
+						fail("get: %v", err)
+						return
+					}
+					if _, dup := held.LoadOrStore(c, g); dup {
+						fail("connection %d lent out twice", c.ID)
+					}
+					if c.Setting() != s {
+						fail("asked for %v, got %v", s, c.Setting())
+					}
+					if live := tr.Live(); live > capacity {
+						fail("%d connections open, capacity %d", live, capacity)
+					}
+					c.Use()
+					if i%7 == 0 {
+						runtime.Gosched()
+					}
+					held.Delete(c)
+					if i%97 == 0 {
+						p.Taint(c)
+					} else {
+						p.Put(c)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if tr.LiveMax() > capacity {
+			t.Errorf("at most %d connections open at once, capacity %d", tr.LiveMax(), capacity)
+		}
+		p.Close()
+		noLeaks(t, tr, before)
+		if _, err := p.Get(context.Background(), nil); !errors.Is(err, ErrClosed) {
+			t.Errorf("get after close: %v, want ErrClosed", err)
+		}
+	})
+}
+
+// Waiters either get a connection or time out at their deadline; none is stranded.
+func TestWaitersServedOrTimedOut(t *testing.T) {
+	forEach(t, func(t *testing.T, strategy string) {
+		before := runtime.NumGoroutine()
+		p, tr := newPool(t, strategy, Config{Capacity: 1})
+		c, err := p.Get(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var timedOut atomic.Int64
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+				defer cancel()
+				if _, err := p.Get(ctx, nil); errors.Is(err, ErrTimeout) {
+					timedOut.Add(1)
+				} else {
+					t.Errorf("get with deadline: %v, want ErrTimeout", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if timedOut.Load() != 4 {
+			t.Fatalf("%d of 4 timed out", timedOut.Load())
+		}
+		// Now waiters without deadlines: every one is served in turn.
+		var served atomic.Int64
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := p.Get(context.Background(), nil)
+				if err != nil {
+					t.Errorf("get: %v", err)
+					return
+				}
+				served.Add(1)
+				p.Put(c)
+			}()
+		}
+		time.Sleep(10 * time.Millisecond)
+		p.Put(c)
+		wg.Wait()
+		if served.Load() != 8 {
+			t.Errorf("%d of 8 served", served.Load())
+		}
+		p.Close()
+		noLeaks(t, tr, before)
+	})
+}
+
+// Close wakes the waiters with ErrClosed and waits for lent-out connections. puddle's
+// Close does not interrupt its semaphore: its waiters fail with ErrClosed only as
+// lent-out resources come back.
+func TestCloseWakesWaiters(t *testing.T) {
+	forEach(t, func(t *testing.T, strategy string) {
+		before := runtime.NumGoroutine()
+		p, tr := newPool(t, strategy, Config{Capacity: 1})
+		c, _ := p.Get(context.Background(), nil)
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() {
+				_, err := p.Get(context.Background(), nil)
+				errs <- err
+			}()
+		}
+		time.Sleep(20 * time.Millisecond)
+		closed := make(chan struct{})
+		go func() { p.Close(); close(closed) }()
+		if strategy == "puddle" {
+			time.Sleep(10 * time.Millisecond)
+			p.Put(c)
+		}
+		for range 3 {
+			select {
+			case err := <-errs:
+				if !errors.Is(err, ErrClosed) {
+					t.Errorf("waiter got %v, want ErrClosed", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("waiter not woken by Close")
+			}
+		}
+		if strategy != "puddle" {
+			time.Sleep(10 * time.Millisecond)
+			p.Put(c)
+		}
+		<-closed
+		noLeaks(t, tr, before)
+	})
+}
+
+// Shrinking closes idle connections at once and lent-out ones as they come back;
+// growing lets more be opened.
+func TestCapacityShrinkGrow(t *testing.T) {
+	forEach(t, func(t *testing.T, strategy string) {
+		before := runtime.NumGoroutine()
+		p, tr := newPool(t, strategy, Config{Capacity: 4, MaxCapacity: 6})
+		ctx := context.Background()
+		var conns []*Conn
+		for range 4 {
+			c, err := p.Get(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		// Shrink to 2 with all 4 lent out: waits for two of them.
+		done := make(chan error, 1)
+		go func() { done <- p.SetCapacity(ctx, 2) }()
+		time.Sleep(10 * time.Millisecond)
+		for _, c := range conns {
+			p.Put(c)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "2 connections open", func() bool { return tr.Live() <= 2 })
+		a, _ := p.Get(ctx, nil)
+		b, _ := p.Get(ctx, nil)
+		short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		if _, err := p.Get(short, nil); !errors.Is(err, ErrTimeout) {
+			t.Errorf("third get at capacity 2: %v, want ErrTimeout", err)
+		}
+		cancel()
+		if tr.Live() > 2 {
+			t.Errorf("%d open at capacity 2", tr.Live())
+		}
+		// Grow to 6: four more can be had at once.
+		if err := p.SetCapacity(ctx, 6); err != nil {
+			t.Fatal(err)
+		}
+		more := []*Conn{a, b}
+		for range 4 {
+			short, cancel := context.WithTimeout(ctx, time.Second)
+			c, err := p.Get(short, nil)
+			cancel()
+			if err != nil {
+				t.Fatalf("get after growing: %v", err)
+			}
+			more = append(more, c)
+		}
+		if p.Capacity() != 6 || tr.Live() != 6 {
+			t.Errorf("capacity %d, open %d; want 6, 6", p.Capacity(), tr.Live())
+		}
+		for _, c := range more {
+			p.Put(c)
+		}
+		p.Close()
+		noLeaks(t, tr, before)
+	})
+}
+
+// Connections idle for longer than the idle timeout are closed; the pool reopens on demand.
+func TestIdleClosing(t *testing.T) {
+	forEach(t, func(t *testing.T, strategy string) {
+		before := runtime.NumGoroutine()
+		p, tr := newPool(t, strategy, Config{Capacity: 4, IdleTimeout: 20 * time.Millisecond})
+		ctx := context.Background()
+		var conns []*Conn
+		for range 4 {
+			c, _ := p.Get(ctx, nil)
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			p.Put(c)
+		}
+		eventually(t, "idle connections closed", func() bool { return tr.Live() == 0 })
+		if got := p.Stats().IdleClosed; got != 4 {
+			t.Errorf("idle closed %d, want 4", got)
+		}
+		c, err := p.Get(ctx, nil)
+		if err != nil || c.IsClosed() {
+			t.Fatalf("get after idle close: %v (closed %v)", err, c != nil && c.IsClosed())
+		}
+		p.Put(c)
+		if tr.Opened() != 5 {
+			t.Errorf("opened %d, want 5", tr.Opened())
+		}
+		p.Close()
+		noLeaks(t, tr, before)
+	})
+}
+
+// A tainted connection is closed and its slot serves a new one.
+func TestTaint(t *testing.T) {
+	forEach(t, func(t *testing.T, strategy string) {
+		p, tr := newPool(t, strategy, Config{Capacity: 1})
+		ctx := context.Background()
+		c, _ := p.Get(ctx, nil)
+		got := make(chan *Conn)
+		go func() {
+			c, _ := p.Get(ctx, nil)
+			got <- c
+		}()
+		time.Sleep(10 * time.Millisecond)
+		p.Taint(c)
+		d := <-got
+		if !c.IsClosed() || d == c || d.IsClosed() {
+			t.Errorf("taint: old closed %v, new distinct %v, new open %v", c.IsClosed(), d != c, !d.IsClosed())
+		}
+		p.Put(d)
+		p.Close()
+		if tr.Live() != 0 {
+			t.Errorf("%d left open", tr.Live())
+		}
+	})
+}
+
+// fifo-channel and puddle reset + apply on a different setting; the counters show it.
+func TestSettingCosts(t *testing.T) {
+	forEach(t, func(t *testing.T, strategy string) {
+		p, _ := newPool(t, strategy, Config{Capacity: 1})
+		defer p.Close()
+		ctx := context.Background()
+		s := settingsFor(3)
+		c, _ := p.Get(ctx, s[1]) // apply
+		p.Put(c)
+		c, _ = p.Get(ctx, s[1]) // same: free
+		p.Put(c)
+		c, _ = p.Get(ctx, s[2]) // reset + apply
+		p.Put(c)
+		c, _ = p.Get(ctx, nil) // reset
+		p.Put(c)
+		if c.Applies() != 2 || c.Resets() != 2 {
+			t.Errorf("applies %d resets %d, want 2 2", c.Applies(), c.Resets())
+		}
+	})
+}
+
+// smart-lifo hands a returned connection to the first waiter wanting its setting, else
+// the first wanting a clean one, else the front.
+func TestSmartHandOffOrder(t *testing.T) {
+	p, _ := newPool(t, "smart-lifo", Config{Capacity: 1})
+	defer p.Close()
+	sp := p.(*smartPool)
+	ctx := context.Background()
+	s := settingsFor(3)
+	a, b := s[1], s[2]
+	c, _ := p.Get(ctx, a)
+	order := make(chan string, 3)
+	start := func(name string, want *Setting) {
+		n := sp.wait.len()
+		go func() {
+			c, err := p.Get(ctx, want)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			order <- name
+			time.Sleep(5 * time.Millisecond)
+			p.Put(c)
+		}()
+		eventually(t, name+" queued", func() bool { return sp.wait.len() == n+1 })
+	}
+	start("wants-b", b)
+	start("wants-clean", nil)
+	start("wants-a", a)
+	p.Put(c)
+	got := []string{<-order, <-order, <-order}
+	want := []string{"wants-a", "wants-clean", "wants-b"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("served %v, want %v", got, want)
+	}
+}
+
+// A waiter skipped more than 8 times is served next, whatever it wants.
+func TestSmartAgeBound(t *testing.T) {
+	p, _ := newPool(t, "smart-lifo", Config{Capacity: 1})
+	defer p.Close()
+	sp := p.(*smartPool)
+	ctx := context.Background()
+	s := settingsFor(3)
+	a, b := s[1], s[2]
+	c, _ := p.Get(ctx, a)
+	order := make(chan string, 16)
+	start := func(name string, want *Setting) {
+		n := sp.wait.len()
+		go func() {
+			c, err := p.Get(ctx, want)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			order <- name
+			p.Put(c)
+		}()
+		eventually(t, name+" queued", func() bool { return sp.wait.len() == n+1 })
+	}
+	start("old-b", b)
+	for i := range 12 {
+		start(fmt.Sprintf("a%d", i), a)
+	}
+	p.Put(c)
+	var served []string
+	for range 13 {
+		served = append(served, <-order)
+	}
+	if served[9] != "old-b" {
+		t.Errorf("served %v: the skipped waiter should be 10th", served)
+	}
+}
+
+// smart-lifo reuses the most recently returned connections (LIFO) and opens no more
+// than the concurrency needs.
+func TestSmartLIFO(t *testing.T) {
+	p, tr := newPool(t, "smart-lifo", Config{Capacity: 16})
+	defer p.Close()
+	ctx := context.Background()
+	for range 100 {
+		c, _ := p.Get(ctx, nil)
+		d, _ := p.Get(ctx, nil)
+		p.Put(d)
+		p.Put(c)
+	}
+	if tr.Opened() != 2 {
+		t.Errorf("opened %d, want 2", tr.Opened())
+	}
+	f, _ := newPool(t, "fifo-channel", Config{Capacity: 16})
+	defer f.Close()
+	for range 100 {
+		c, _ := f.Get(ctx, nil)
+		f.Put(c)
+	}
+	if got := f.Stats().Active; got != 16 {
+		t.Errorf("fifo-channel opened %d, want all 16 (FIFO cycles every slot)", got)
+	}
+}
+
+// The Treiber stack never hands one node to two poppers (ABA-safe under contention).
+func TestStackConcurrent(t *testing.T) {
+	var sl slab
+	st := stack{slab: &sl}
+	const nodes = 4
+	for range nodes {
+		st.push(sl.alloc())
+	}
+	var owned [nodes]atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5000 {
+				n := st.pop()
+				if n == nil {
+					runtime.Gosched()
+					continue
+				}
+				if owned[n.idx].Add(1) != 1 {
+					t.Errorf("node %d popped twice", n.idx)
+					return
+				}
+				owned[n.idx].Add(-1)
+				st.push(n)
+			}
+		}()
+	}
+	wg.Wait()
+	count := 0
+	for n := st.pop(); n != nil; n = st.pop() {
+		count++
+	}
+	if count != nodes {
+		t.Errorf("%d nodes left, want %d", count, nodes)
+	}
+}
