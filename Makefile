@@ -6,6 +6,10 @@ PYTHON ?= python3
 VENV := .venv
 HARNESS := $(VENV)/bin/harness
 TIMERS := workloads/timers
+POOLS := workloads/pools
+# Flame graph tools from crates.io, pinned, installed into the repo (not the user's ~/.cargo).
+INFERNO_VERSION := 0.12.8
+TOOLS := .tools
 # Model-checking build of the timers crate: a cfg of our own (tokio reacts to plain `loom`).
 LOOM_RUSTFLAGS := --cfg timers_loom --cfg tokio_unstable -C force-frame-pointers=yes
 
@@ -13,11 +17,12 @@ SUITES ?=
 QUICK ?=
 suites_flag = $(if $(SUITES),--suites $(SUITES))
 
-.PHONY: deps system-deps python-env build bpf bench test lint test-rust test-loom test-python lock clean
+.PHONY: deps system-deps python-env inferno build bpf bench test lint test-rust test-loom test-go \
+	test-python lock clean
 
-## deps: Debian packages (as root), the pinned Python environment, the eBPF collectors,
-## every workload built
-deps: system-deps python-env bpf build
+## deps: Debian packages (as root), the pinned Python environment, inferno, the eBPF
+## collectors, every workload built
+deps: system-deps python-env inferno bpf build
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -28,6 +33,12 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+inferno: $(TOOLS)/.inferno-$(INFERNO_VERSION)
+
+$(TOOLS)/.inferno-$(INFERNO_VERSION):
+	cargo install --quiet --locked inferno --version $(INFERNO_VERSION) --root $(TOOLS)
 	touch $@
 
 build: python-env
@@ -44,14 +55,16 @@ bpf:
 bench: deps
 	$(HARNESS) bench $(suites_flag) $(if $(QUICK),--quick)
 
-## test: lint, then every test (cargo test, loom, pytest)
-test: deps lint test-rust test-loom test-python
+## test: lint, then every test (cargo test, loom, go test -race, pytest)
+test: deps lint test-rust test-loom test-go test-python
 
 lint: python-env
 	cd $(TIMERS) && cargo fmt --all --check
 	cd $(TIMERS) && cargo fmt --manifest-path legacy/Cargo.toml --check
 	cd $(TIMERS) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(TIMERS) && cargo clippy --locked --manifest-path legacy/Cargo.toml -- -D warnings
+	cd $(POOLS) && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above" >&2; exit 1; }
+	cd $(POOLS) && go vet ./...
 	$(VENV)/bin/ruff check harness tests
 	$(VENV)/bin/ruff format --check harness tests
 	$(VENV)/bin/mypy
@@ -64,6 +77,9 @@ test-loom:
 	cd $(TIMERS) && RUSTFLAGS="$(LOOM_RUSTFLAGS)" cargo test --locked --release \
 		--test loom_armable_timer --target-dir target/loom
 
+test-go:
+	cd $(POOLS) && go test -race -count=1 ./...
+
 test-python: python-env
 	$(VENV)/bin/pytest
 
@@ -75,5 +91,5 @@ lock:
 		-o requirements.lock requirements.in
 
 clean:
-	rm -rf $(VENV) $(TIMERS)/target
+	rm -rf $(VENV) $(TIMERS)/target $(TOOLS) $(POOLS)/bin
 	$(MAKE) -C bpf clean

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -22,8 +23,12 @@ from harness.listing import print_suites, suite_entry
 from harness.paths import REPO_ROOT, lock_path, results_root, workloads_root
 from harness.plan import ORDERS, Plan, build_plan, plan_matrix
 from harness.probes import live, report
+from harness.probes.spec import NAMED as NAMED_PROBES
 from harness.probes.spec import VALID as VALID_PROBES
 from harness.probes.spec import ProbeSpec, parse_probes
+from harness.profiles.patterns import DEFAULT_MUTEX_PATTERNS, parse_patterns
+from harness.profiles.settings import CALLGRAPHS, DEFAULT_FREQUENCY_HZ, ProfileSettings
+from harness.report import write_all
 from harness.results import RunRecord, check_out_dir, dumps
 from harness.runlock import RunLock
 from harness.runner import execute, stop_on_signals
@@ -87,7 +92,7 @@ def _number(text: str) -> float:
     return value
 
 
-def _repeat_count(text: str) -> int:
+def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -109,12 +114,50 @@ def _pid(text: str) -> int:
 
 PROBES_HELP = (
     f"comma-separated probes: {VALID_PROBES} (default: $HARNESS_PROBES, else all = "
-    "sched,futex; a probe that cannot run here is recorded as unavailable, with the reason)"
+    f"{','.join(NAMED_PROBES)}; a probe that cannot run here is recorded as unavailable, "
+    "with the reason)"
 )
 
 
 def _probes_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--probes", metavar="LIST", help=PROBES_HELP)
+    parser.add_argument(
+        "--perf-frequency",
+        type=_positive_int,
+        default=DEFAULT_FREQUENCY_HZ,
+        metavar="HZ",
+        help=f"oncpu: samples a second per CPU (default: {DEFAULT_FREQUENCY_HZ})",
+    )
+    parser.add_argument(
+        "--callgraph",
+        choices=CALLGRAPHS,
+        default="fp",
+        help="oncpu: stacks by frame pointers (default) or DWARF unwinding (sees through "
+        "code built without frame pointers, such as glibc; costs more)",
+    )
+    parser.add_argument(
+        "--mutex-patterns",
+        type=_mutex_patterns,
+        metavar="LIST",
+        help="frame substrings that make a sample lock-related for mutex_share "
+        "(case-insensitive; `+a,b` adds to the defaults: "
+        f"{','.join(DEFAULT_MUTEX_PATTERNS)})",
+    )
+
+
+def _mutex_patterns(text: str) -> tuple[str, ...]:
+    try:
+        return parse_patterns(text)
+    except BadInput as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _profile_settings(args: argparse.Namespace) -> ProfileSettings:
+    return ProfileSettings(
+        frequency_hz=args.perf_frequency,
+        callgraph=args.callgraph,
+        mutex_patterns=args.mutex_patterns or DEFAULT_MUTEX_PATTERNS,
+    )
 
 
 def _probe_specs(args: argparse.Namespace) -> tuple[ProbeSpec, ...]:
@@ -219,6 +262,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--scenario", metavar="NAME", help="scenario (default: the suite's default)")
     p.add_argument(
+        "--baseline",
+        metavar="S",
+        help="the strategy the others are compared with, in the ratios and the differential "
+        "flame graphs (default: the suite's baseline)",
+    )
+    p.add_argument(
         "--param",
         action="append",
         default=[],
@@ -241,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--repeat",
-        type=_repeat_count,
+        type=_positive_int,
         default=5,
         metavar="N",
         help="repeats of every cell (default: 5)",
@@ -326,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--probes",
         default="all",
         metavar="LIST",
-        help=f"comma-separated probes: {VALID_PROBES} (default: all = sched,futex)",
+        help=f"comma-separated probes: {VALID_PROBES} (default: all = {','.join(NAMED_PROBES)})",
     )
     p.add_argument(
         "--duration-s",
@@ -344,7 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
         description=_help("""
             Compare the cells two runs have in common: ratio of B to A per metric with its
-            95% interval and significance.
+            95% interval and significance. Cells with an on-CPU profile in both runs also get
+            a differential flame graph (A first: red is more in B), written under
+            RUN_B/compare/<A's run id>/.
             """),
         epilog=_help("""
             examples:
@@ -357,6 +408,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_b", type=Path, metavar="RUN_B", help="run directory or run.json (after)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout")
     p.set_defaults(handler=cmd_compare)
+
+    p = commands.add_parser(
+        "report",
+        help="write a run's report.html and summary.md again",
+        formatter_class=fmt,
+        description=_help("""
+            Rewrite report.html (tables, flame graph links, probe highlights; works offline)
+            and summary.md (a write-up to paste into a pull request) from a run's run.json.
+            `harness run` and `harness bench` write both at the end of every run.
+            """),
+    )
+    p.add_argument("run", type=Path, metavar="RUN", help="run directory")
+    p.set_defaults(handler=cmd_report)
 
     p = commands.add_parser(
         "doctor",
@@ -490,6 +554,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             order=args.order,
             probes=probes,
             probe_overhead=args.probe_overhead,
+            baseline=args.baseline,
+            profile=_profile_settings(args),
         )
         check_out_dir(out_dir)
         table_console = _stderr() if args.json else _stdout()
@@ -517,7 +583,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         for suite in suites:
             matrix = suite.quick if args.quick else suite.bench
             try:
-                plans.append(plan_matrix(suite, describe(suite), matrix, cpus, probes))
+                plan = plan_matrix(suite, describe(suite), matrix, cpus, probes)
+                plans.append(replace(plan, profile=_profile_settings(args)))
             except BadInput as err:
                 raise BadInput(f"suite '{suite.name}': {err}") from err
         check_out_dir(out_dir)
@@ -535,6 +602,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     return compare.compare_command(args.run_a, args.run_b, _stdout(), args.json)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    for path in write_all(args.run):
+        print(path)
+    return 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -568,7 +641,10 @@ def _run(
             out_dir, plan, git=git_info(REPO_ROOT), host=collect_host(), command=command
         )
         status = execute(plan, record, _stderr(), stop, slack_s)
+        reports = write_all(record.run_dir)
     tables.print_run(record.doc, table_console)
+    for path in reports:
+        print(f"{path.name}: {path}", file=sys.stderr if table_console.stderr else sys.stdout)
     return record, status
 
 

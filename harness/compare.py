@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from harness.probes.metrics import PROBE_METRICS
+from harness.profiles.run_diff import diff_runs
 from harness.stats import compare_samples, metric_values, params_key, summarize_values
 from harness.tables import (
     DASH,
@@ -78,6 +80,10 @@ def declared_metrics(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Mapping
         for metric in doc.get("metrics") or []:
             merged[str(metric["name"])] = metric
     order = [str(m["name"]) for doc in (a, b) for m in doc.get("metrics") or []]
+    # Runs recorded before the probe metrics were declared still have them in their repeats.
+    for metric in PROBE_METRICS:
+        merged.setdefault(metric["name"], metric)
+        order.append(metric["name"])
     return [merged[name] for name in dict.fromkeys(order)]
 
 
@@ -268,8 +274,18 @@ def compare_command(run_a: Path, run_b: Path, console: Console, as_json: bool) -
         print(f"error: {error}", file=sys.stderr)
         return 2
     entries = compare_runs(a, b)
+    graphs, missing = diff_runs(a, run_dir(run_a), b, run_dir(run_b), cell_key)
     if as_json:
         console.out(json.dumps(entries, indent=2), highlight=False)
     else:
         render(a, b, entries, console)
+    out = Console(stderr=True) if as_json else console
+    for graph in graphs:
+        out.print(f"differential flame graph (A -> B): {graph}", highlight=False)
+    for line in missing:
+        out.print(f"[dim]no differential graph for {line}[/]", highlight=False)
     return 0
+
+
+def run_dir(path: Path) -> Path:
+    return path if path.is_dir() else path.parent

@@ -23,6 +23,7 @@ from harness import hostinfo
 from harness.probes import availability
 from harness.probes.availability import effective_caps, held_caps
 from harness.probes.spec import COLLECTORS
+from harness.profiles import inferno
 
 STATUS_STYLES = {"ok": "green", "warn": "yellow", "missing": "red", "error": "bold red"}
 
@@ -199,6 +200,22 @@ def check_collector(name: str, root: Path) -> Check:
     return Check(check, "missing", problem, fix)
 
 
+def check_oncpu_probe(root: Path) -> Check:
+    """Whether `--probes oncpu` works here: perf allowed to sample, inferno installed."""
+    problem = availability.perf_problem(root) or inferno.problem()
+    if problem is not None:
+        fix = inferno.INSTALL_HINT if "inferno" in problem else PRIVILEGE_FIX
+        return Check("probe oncpu", "missing", problem, fix)
+    if availability.perf_user_only(root):
+        return Check(
+            "probe oncpu",
+            "warn",
+            "works for user-space frames only (perf_event_paranoid >= 2 without CAP_PERFMON)",
+            PRIVILEGE_FIX,
+        )
+    return Check("probe oncpu", "ok", "works: perf may sample, inferno installed")
+
+
 def check_bpftrace_probe(root: Path) -> Check:
     """Whether `--probes bt:SCRIPT` works here; tracepoint and kfunc scripts need tracefs."""
     problem = availability.bpftrace_problem(root)
@@ -263,6 +280,7 @@ CHECKS: list[tuple[str, Callable[[Path], Check]]] = [
     ("fio", _tool_check("fio", ("--version",), "for the fio suite", "apt install fio")),
     ("tracefs", check_tracefs),
     *((f"probe {name}", partial(check_collector, name)) for name in COLLECTORS),
+    ("probe oncpu", check_oncpu_probe),
     ("probe bt", check_bpftrace_probe),
 ]
 

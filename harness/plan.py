@@ -11,9 +11,11 @@ from typing import Any
 from harness.describe import Description, ParamSpec, ParamValue, render
 from harness.errors import BadInput
 from harness.probes.spec import ProbeSpec
+from harness.profiles.settings import ProfileSettings
 from harness.suites import Matrix, Suite
 
 ORDERS = ("interleaved", "sequential")
+DEFAULT_PROFILE = ProfileSettings()
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Plan:
     baseline: str
     scale: dict[str, Any] | None = None
     probe_overhead: bool = False  # also run each cell without probes and with each alone
+    profile: ProfileSettings = DEFAULT_PROFILE
 
     def schedule(self) -> list[tuple[int, int]]:
         """(cell index, repeat index) pairs in run order.
@@ -79,6 +82,7 @@ class Plan:
             "probe_overhead": self.probe_overhead,
             "baseline": self.baseline,
             "scale": self.scale,
+            **self.profile.config(),
         }
 
 
@@ -96,6 +100,8 @@ def build_plan(
     probes: tuple[ProbeSpec, ...],
     scale: dict[str, Any] | None = None,
     probe_overhead: bool = False,
+    baseline: str | None = None,
+    profile: ProfileSettings | None = None,
 ) -> Plan:
     """Check every requested name and value against describe and lay out the cells."""
     valid = description.strategy_names
@@ -110,7 +116,12 @@ def build_plan(
     axes: dict[str, list[ParamValue]] = {}
     for key, values in sweep.items():
         axes[key] = list(dict.fromkeys(description.coerce(key, v) for v in values))
-    baseline = _baseline(suite, description)
+    if baseline is not None and baseline not in valid:
+        raise BadInput(
+            f"--baseline: unknown strategy '{baseline}' for suite '{suite.name}' "
+            f"(valid: {', '.join(valid)})"
+        )
+    baseline = baseline or _baseline(suite, description)
     cells = []
     for strategy in chosen:
         for combo in itertools.product(*axes.values()):
@@ -140,6 +151,7 @@ def build_plan(
         baseline=baseline,
         scale=scale,
         probe_overhead=probe_overhead,
+        profile=profile or ProfileSettings(),
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from harness import stats
 from harness.errors import BadInput
 from harness.plan import Plan
+from harness.probes.metrics import PROBE_METRICS
 
 SCHEMA_VERSION = 1
 
@@ -118,7 +119,8 @@ class RunRecord:
             "git": dict(git),
             "host": dict(host),
             "config": {**plan.config(), "command": list(command)},
-            "metrics": [dict(m) for m in plan.description.metrics],
+            "metrics": [dict(m) for m in plan.description.metrics]
+            + ([dict(m) for m in PROBE_METRICS] if plan.probes else []),
             "cells": [
                 {
                     "id": cell.id,

@@ -18,6 +18,8 @@ from harness.probes.metrics import op_count, per_op_metrics
 from harness.probes.probe import ProbeResult
 from harness.probes.record import add_repeat, cell_folder
 from harness.probes.session import ProbeSession
+from harness.profiles.cells import build_profiles, client_mutex_share
+from harness.profiles.settings import ProfileSettings
 from harness.progress import STARTUP_ESTIMATE_S, Step, make_progress
 from harness.results import RunRecord
 from harness.workload import Outcome, StopFlag, run_repeat
@@ -90,7 +92,11 @@ def execute(
             folder = cell_folder(record.run_dir, cell.id)
             if key != main_key:
                 folder = folder / f"overhead-{key}"  # deleted once its ops/s are in
-            session = ProbeSession(specs, folder, repeat + 1, stop) if specs else None
+            session = (
+                ProbeSession(specs, folder, repeat + 1, stop, profile=plan.profile)
+                if specs
+                else None
+            )
             try:
                 outcome = run_repeat(
                     plan.suite.binary,
@@ -113,7 +119,9 @@ def execute(
             elif key == main_key:
                 assert outcome.result is not None
                 pids = session.pids if session else []
-                _add_result(record, cell_index, repeat + 1, outcome.result, probes, pids)
+                _add_result(
+                    record, cell_index, repeat + 1, outcome.result, probes, pids, plan.profile
+                )
             else:
                 assert outcome.result is not None
                 variant_results = record.cell(cell_index).setdefault("probe_variants", {})
@@ -122,7 +130,18 @@ def execute(
                 _update_overhead(record, cell_index, main_key)
             record.write()
             progress.finished(step, outcome)
+    _profiles(plan, record, console)
     return record.finish(interrupted)
+
+
+def _profiles(plan: Plan, record: RunRecord, console: Console) -> None:
+    """Flame graphs and profile figures of every cell, also for an interrupted run."""
+    if not plan.probes:
+        return
+    console.print("[dim]drawing flame graphs...[/]")
+    for problem in build_profiles(record.run_dir, record.doc, plan.profile):
+        console.print(f"[yellow]profiles:[/] {problem}")
+    record.write()
 
 
 def _add_result(
@@ -132,6 +151,7 @@ def _add_result(
     result: Mapping[str, Any],
     probes: Mapping[str, ProbeResult],
     pids: list[int],
+    profile: ProfileSettings,
 ) -> None:
     """The repeat's metrics, with the per-op ones derived from its probes, and the probes'
     summary in the cell."""
@@ -140,6 +160,11 @@ def _add_result(
         return
     outputs = {name: r.data for name, r in probes.items() if r.ok and r.data is not None}
     derived = per_op_metrics(result, outputs, pids[0]) if pids else {}
+    oncpu = probes.get("oncpu")
+    if oncpu is not None and oncpu.ok and oncpu.path is not None and oncpu.data is not None:
+        share = client_mutex_share(oncpu.path, oncpu.data, profile.mutex_patterns)
+        if share is not None:
+            derived["mutex_share"] = share
     record.add_result(cell_index, {**result, **derived})
     add_repeat(record.cell(cell_index)["probes"], repeat, probes, record.run_dir, op_count(result))
 

@@ -24,7 +24,9 @@ PROBE_METRICS = (
     "wakeups_per_op",
     "futex_wait_ns_per_op",
     "offcpu_ns_per_op",
+    "mutex_share",
 )
+PERCENT_METRICS = frozenset({"mutex_share"})  # shares of 1, shown as %
 LABELS = {
     "ops_per_sec": "ops/s",
     "latency_ns.p50": "p50",
@@ -34,6 +36,7 @@ LABELS = {
     "wakeups_per_op": "wakeups/op",
     "futex_wait_ns_per_op": "futex wait/op",
     "offcpu_ns_per_op": "off-CPU/op",
+    "mutex_share": "mutex %",
 }
 Layout = Literal["wide", "narrow", "stacked"]
 LAYOUTS: tuple[Layout, ...] = ("wide", "narrow", "stacked")
@@ -123,15 +126,28 @@ def _with_interval(text: Text, low: str, high: str, layout: Layout) -> None:
         text.append(f"\n{low}{DASH}\n{high}", style="dim")
 
 
-def figure(summary: Mapping[str, Any] | None, time_ns: bool, layout: Layout) -> Text:
+def percent(share: float) -> str:
+    """0.273 -> 27.3%, 0.016 -> 1.6%, 0.0004 -> 0.04%."""
+    value = 100 * share
+    return f"{value:.1f}%" if value >= 1 or value == 0 else f"{value:.2g}%"
+
+
+def figure(
+    summary: Mapping[str, Any] | None, time_ns: bool, layout: Layout, share: bool = False
+) -> Text:
     """Median and, unless there was a single repeat, its interval."""
     if not summary:
         return Text(DASH, style="dim")
-    text = Text(human(float(summary["median"]), time_ns))
+
+    def show(value: Any, compact: bool = False) -> str:
+        return percent(float(value)) if share else human(float(value), time_ns, compact)
+
+    text = Text(show(summary["median"]))
     if summary.get("n", 0) > 1:
         compact = layout != "wide"
-        low = human(float(summary["ci95_low"]), time_ns, compact)
-        high = human(float(summary["ci95_high"]), time_ns, compact)
+        low, high = show(summary["ci95_low"], compact), show(summary["ci95_high"], compact)
+        if share:
+            low = low.rstrip("%")
         _with_interval(text, low, high, layout)
     return text
 
@@ -269,7 +285,12 @@ def scenario_table(
         row: list[Text | str] = [strategy]
         row += [param_text((cell.get("params") or {}).get(name)) for name in params]
         row += [
-            figure(summary.get(name), is_time_metric(name, units.get(name)), layout)
+            figure(
+                summary.get(name),
+                is_time_metric(name, units.get(name)),
+                layout,
+                share=name in PERCENT_METRICS,
+            )
             for name in columns
         ]
         if baseline is not None:

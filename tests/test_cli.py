@@ -110,8 +110,8 @@ BAD_INPUT = [
     (["run", "sleepy", "--duration-s", "-1"], "argument --duration-s: must be > 0, got '-1'"),
     (["run", "sleepy", "--warmup-s", "-0.5"], "argument --warmup-s: must be >= 0, got '-0.5'"),
     (
-        ["run", "sleepy", "--probes", "sched,oncpu"],
-        "unknown probe 'oncpu' (valid: sched, futex, all, none, bt:PATH/TO/SCRIPT.bt)",
+        ["run", "sleepy", "--probes", "sched,gpu"],
+        "unknown probe 'gpu' (valid: sched, futex, gc, oncpu, all, none, bt:PATH/TO/SCRIPT.bt)",
     ),
     (
         ["run", "sleepy", "--order", "random"],

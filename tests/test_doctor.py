@@ -26,6 +26,8 @@ CHECK_NAMES = [
     "tracefs",
     "probe sched",
     "probe futex",
+    "probe gc",
+    "probe oncpu",
     "probe bt",
 ]
 ALL_CAPS = "000001ffffffffff"

@@ -26,9 +26,9 @@ def names(text: str) -> list[str]:
 
 
 def test_probe_lists() -> None:
-    assert names("all") == ["sched", "futex"]
+    assert names("all") == ["sched", "futex", "gc", "oncpu"]
     assert names("futex, sched,futex") == ["futex", "sched"]
-    assert names("sched,all") == ["sched", "futex"]
+    assert names("sched,all") == ["sched", "futex", "gc", "oncpu"]
     assert parse_probes("none") == ()
     (spec,) = parse_probes(f"bt:{SCRIPT}")
     assert spec == ProbeSpec("bt:syscalls_per_op", SCRIPT)
@@ -40,8 +40,11 @@ def test_probe_lists() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("oncpu", "unknown probe 'oncpu' (valid: sched, futex, all, none, bt:PATH/TO/SCRIPT.bt)"),
-        ("sched,gc", "unknown probe 'gc' (valid: sched, futex, all, none, bt:PATH"),
+        (
+            "gpu",
+            "unknown probe 'gpu' (valid: sched, futex, gc, oncpu, all, none, bt:PATH/TO/SCRIPT.bt)",
+        ),
+        ("sched,jvm", "unknown probe 'jvm' (valid: sched, futex, gc, oncpu, all, none, bt:PATH"),
         ("none,sched", "'none' cannot be combined with other probes"),
         (" , ", "--probes: expected a comma-separated list"),
         ("bt:", "probe 'bt:': expected bt:PATH/TO/SCRIPT.bt"),
@@ -62,10 +65,10 @@ def test_two_scripts_with_one_name_are_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["run sleepy", "bench", "probe --pid 1 --duration-s 1"])
 def test_an_unknown_probe_is_one_line_and_exit_2(command: str, harness_env: dict[str, str]) -> None:
-    done = run_harness([*command.split(), "--probes", "sched,oncpu"], harness_env)
+    done = run_harness([*command.split(), "--probes", "sched,gpu"], harness_env)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "harness: error: unknown probe 'oncpu' (valid: sched, futex, all, none, "
+        "harness: error: unknown probe 'gpu' (valid: sched, futex, gc, oncpu, all, none, "
         "bt:PATH/TO/SCRIPT.bt)"
     ]
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from harness import hostinfo
 from harness.paths import REPO_ROOT
 from harness.probes.spec import ProbeSpec
+from harness.profiles.inferno import problem as inferno_problem
 
 # Capability bit numbers from linux/capability.h.
 CAP_SYS_ADMIN = 21
@@ -77,6 +78,48 @@ def bpftrace_problem(root: Path = Path("/")) -> str | None:
     return privilege_problem(root)
 
 
+PARANOID = "proc/sys/kernel/perf_event_paranoid"
+
+
+def perf_paranoid(root: Path = Path("/")) -> int | None:
+    text = hostinfo.read_text(root, PARANOID)
+    try:
+        return int(text.strip()) if text else None
+    except ValueError:
+        return None
+
+
+def perf_privileged(root: Path = Path("/")) -> bool:
+    caps = effective_caps(root)
+    return caps is not None and bool({"CAP_PERFMON", "CAP_SYS_ADMIN"} & held_caps(caps))
+
+
+def perf_problem(root: Path = Path("/")) -> str | None:
+    """Sampling another process's stacks needs perf and CAP_PERFMON, or perf_event_paranoid
+    <= 2 (user-space frames only at 2)."""
+    if shutil.which("perf") is None:
+        return "perf is not installed (apt install linux-perf)"
+    if perf_privileged(root):
+        return None
+    level = perf_paranoid(root)
+    if level is None or level > 2:
+        return (
+            f"needs root or CAP_PERFMON (kernel.perf_event_paranoid is {level}; "
+            "sysctl kernel.perf_event_paranoid=2 allows user-space profiles)"
+        )
+    return None
+
+
+def perf_user_only(root: Path = Path("/")) -> bool:
+    """Kernel frames are not permitted: sample user space only."""
+    level = perf_paranoid(root)
+    return not perf_privileged(root) and (level is None or level > 1)
+
+
 def probe_problem(spec: ProbeSpec, root: Path = Path("/")) -> str | None:
     """Why the probe cannot run here, or None when it should (attaching may still fail)."""
-    return bpftrace_problem(root) if spec.is_bpftrace else collector_problem(spec.name, root)
+    if spec.is_bpftrace:
+        return bpftrace_problem(root)
+    if spec.name == "oncpu":
+        return perf_problem(root) or inferno_problem()
+    return collector_problem(spec.name, root)

@@ -20,6 +20,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 OP_COUNT_KEYS = ("ok", "issued", "ops")
+# What the probes add to a repeat's metrics, declared as describe declares a suite's (for the
+# comparisons against the baseline and between runs); lower is better for all of them.
+PROBE_METRICS: tuple[dict[str, str], ...] = (
+    {"name": "ctx_switches_per_op", "unit": "switches", "better": "lower"},
+    {"name": "wakeups_per_op", "unit": "wake-ups", "better": "lower"},
+    {"name": "futex_wait_ns_per_op", "unit": "ns", "better": "lower"},
+    {"name": "offcpu_ns_per_op", "unit": "ns", "better": "lower"},
+    {"name": "runq_latency_ns.p99", "unit": "ns", "better": "lower"},
+    {"name": "mutex_share", "unit": "share", "better": "lower"},
+)
 QUANTILES = {"p50": 0.50, "p99": 0.99}
 
 

@@ -13,15 +13,19 @@ from pathlib import Path
 
 from harness.probes.bpftrace import BpftraceProbe
 from harness.probes.collector import CollectorProbe
+from harness.probes.oncpu import OncpuProbe
 from harness.probes.probe import ATTACH_TIMEOUT_S, Probe, ProbeResult
-from harness.probes.spec import ProbeSpec
+from harness.probes.spec import PROFILERS, ProbeSpec
+from harness.profiles.settings import ProfileSettings
 from harness.workload import StopFlag
 
 
-def make_probe(spec: ProbeSpec, out_path: Path, now: bool) -> Probe:
+def make_probe(spec: ProbeSpec, out_path: Path, now: bool, profile: ProfileSettings) -> Probe:
     """now: the collectors count from their attachment, not from SIGUSR1 (`harness probe`)."""
     if spec.is_bpftrace:
         return BpftraceProbe(spec, out_path)
+    if spec.name in PROFILERS:
+        return OncpuProbe(spec, out_path, profile)
     return CollectorProbe(spec, out_path, now)
 
 
@@ -40,8 +44,12 @@ class ProbeSession:
         repeat: int,
         stop: StopFlag | None,
         now: bool = False,
+        profile: ProfileSettings | None = None,
     ) -> None:
-        self.probes = [make_probe(spec, raw_path(folder, repeat, spec), now) for spec in specs]
+        settings = profile or ProfileSettings()
+        self.probes = [
+            make_probe(spec, raw_path(folder, repeat, spec), now, settings) for spec in specs
+        ]
         self.stop = stop
         self.pids: list[int] = []
         self.stage = "before 'ready'"

@@ -1,4 +1,5 @@
-"""Parsing of `--probes LIST`: the libbpf collectors by name, bpftrace scripts as `bt:PATH`."""
+"""Parsing of `--probes LIST`: the libbpf collectors and the perf profiler by name, bpftrace
+scripts as `bt:PATH`."""
 
 from __future__ import annotations
 
@@ -8,17 +9,20 @@ from pathlib import Path
 from harness.errors import BadInput
 from harness.paths import REPO_ROOT
 
-COLLECTORS = ("sched", "futex")
+COLLECTORS = ("sched", "futex", "gc")  # libbpf collectors in bpf/build/
+PROFILERS = ("oncpu",)  # perf sampling, see harness/probes/oncpu.py
+NAMED = COLLECTORS + PROFILERS
 ALL = "all"
 NONE = "none"
 BT_PREFIX = "bt:"
-VALID = f"{', '.join(COLLECTORS)}, {ALL}, {NONE}, {BT_PREFIX}PATH/TO/SCRIPT.bt"
+VALID = f"{', '.join(NAMED)}, {ALL}, {NONE}, {BT_PREFIX}PATH/TO/SCRIPT.bt"
 BPF_DIR = REPO_ROOT / "bpf"
 
 
 @dataclass(frozen=True)
 class ProbeSpec:
-    """One probe: a collector (`sched`, `futex`) or a bpftrace script (`bt:<stem>`)."""
+    """One probe: a collector (`sched`, `futex`), the profiler (`oncpu`) or a bpftrace script
+    (`bt:<stem>`)."""
 
     name: str
     script: Path | None = None  # absolute path of a bpftrace script
@@ -50,7 +54,7 @@ def bpftrace_script(text: str) -> ProbeSpec:
 
 
 def parse_probes(text: str) -> tuple[ProbeSpec, ...]:
-    """`sched,futex,bt:x.bt` -> specs in order, duplicates dropped; `all` = every collector."""
+    """`sched,futex,bt:x.bt` -> specs in order, duplicates dropped; `all` = every named probe."""
     words = list(dict.fromkeys(w.strip() for w in text.split(",") if w.strip()))
     if not words:
         raise BadInput(f"--probes: expected a comma-separated list (valid: {VALID})")
@@ -61,8 +65,8 @@ def parse_probes(text: str) -> tuple[ProbeSpec, ...]:
     specs: dict[str, ProbeSpec] = {}
     for word in words:
         if word == ALL:
-            chosen = [collector(name) for name in COLLECTORS]
-        elif word in COLLECTORS:
+            chosen = [collector(name) for name in NAMED]
+        elif word in NAMED:
             chosen = [collector(word)]
         elif word.startswith(BT_PREFIX):
             chosen = [bpftrace_script(word)]

@@ -1,0 +1,222 @@
+"""The `oncpu` probe: `perf record` sampling the workload's processes with call stacks over
+the measured window only, collapsed by inferno into folded stacks.
+
+perf starts with its events disabled (`-D -1`) and takes `enable`/`disable` on a control
+FIFO, answering each on an ack FIFO: the first answered command also tells that it has opened
+its events. After the window, SIGINT makes it write perf.data; `perf script` and
+inferno-collapse-perf turn that into `r<N>-oncpu.folded` next to the JSON summary, and
+perf.data is deleted (it is large, and the folded stacks hold what the graphs need).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.probes.availability import perf_problem, perf_user_only
+from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult
+from harness.probes.process import ProbeProcess
+from harness.probes.spec import ProbeSpec
+from harness.profiles import folded, inferno
+from harness.profiles.settings import ProfileSettings
+from harness.results import write_json_atomic
+from harness.workload import StopFlag
+
+ACK_TIMEOUT_S = 5.0
+# perf record ends with SIGINT's own status after writing perf.data in full.
+SIGINT_EXITS = (0, -signal.SIGINT, 128 + signal.SIGINT)
+SCRIPT_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"  # no period: each sample weighs 1
+_LOST = re.compile(r"lost (\d+) (?:samples|chunks)", re.IGNORECASE)
+
+
+class OncpuProbe:
+    def __init__(self, spec: ProbeSpec, out_path: Path, settings: ProfileSettings) -> None:
+        self.spec = spec
+        self.out_path = out_path
+        self.settings = settings
+        self.process: ProbeProcess | None = None
+        self.unavailable: str | None = None
+        self.fifo_dir: Path | None = None
+        self.ctl: int | None = None
+        self.ack: int | None = None
+        self.data_path = out_path.with_suffix(".perf.data")
+        self.folded_path = out_path.with_suffix(".folded")
+        self.pids: list[int] = []
+        self.event = "cpu-clock"
+        self.notes: list[str] = []
+
+    def start(self, pids: Sequence[int]) -> None:
+        self.unavailable = perf_problem() or inferno.problem()
+        if self.unavailable:
+            return
+        self.pids = list(pids)
+        if perf_user_only():
+            self.event = "cpu-clock:u"
+            self.notes.append("kernel frames not permitted (perf_event_paranoid 2, not root)")
+        self.fifo_dir = Path(tempfile.mkdtemp(prefix="harness-perf-"))
+        ctl, ack = self.fifo_dir / "ctl", self.fifo_dir / "ack"
+        os.mkfifo(ctl)
+        os.mkfifo(ack)
+        # Read-write opens of a FIFO never block, whichever end perf has opened yet.
+        self.ctl = os.open(ctl, os.O_RDWR)
+        self.ack = os.open(ack, os.O_RDWR | os.O_NONBLOCK)
+        self.out_path.parent.mkdir(parents=True, exist_ok=True)
+        argv = [
+            "perf",
+            "record",
+            "-e",
+            self.event,
+            "-F",
+            str(self.settings.frequency_hz),
+            "--call-graph",
+            self.settings.callgraph,
+            "-p",
+            ",".join(map(str, self.pids)),
+            "-D",
+            "-1",
+            "--control",
+            f"fifo:{ctl},{ack}",
+            "-o",
+            str(self.data_path),
+        ]
+        try:
+            self.process = ProbeProcess(argv)
+        except OSError as err:
+            self.unavailable = f"cannot start perf: {err.strerror}"
+            self._cleanup()
+
+    def wait_attached(self, deadline: float, stop: StopFlag | None) -> None:
+        if self.process is None:
+            return
+        # perf reads its control FIFO once its events are open (and disabled).
+        if self._command("disable", deadline, stop):
+            return
+        if stop is not None and stop.requested:
+            self.unavailable = "interrupted before it attached"
+        else:
+            self.unavailable = self._failure("perf did not start sampling")
+        self._kill()
+
+    def window_start(self) -> None:
+        if self.process is not None and not self._command("enable"):
+            self.notes.append("perf did not acknowledge `enable`")
+
+    def window_end(self) -> None:
+        if self.process is None:
+            return
+        if not self._command("disable"):
+            self.notes.append("perf did not acknowledge `disable`")
+        self.process.send(signal.SIGINT)
+
+    def finish(self) -> ProbeResult:
+        result = ProbeResult(self.spec.name, unavailable=self.unavailable)
+        process = self.process
+        if process is None:
+            return result
+        code = process.wait(FINISH_TIMEOUT_S)
+        try:
+            if code is None:
+                process.kill()
+                result.error = f"perf did not exit within {FINISH_TIMEOUT_S:g} s of SIGINT"
+            elif code not in SIGINT_EXITS or not self.data_path.is_file():
+                result.error = self._failure(f"perf exited with code {code}")
+            else:
+                data = self._collapse(process)
+                write_json_atomic(self.out_path, data)
+                result.path, result.data = self.out_path, data
+        except (inferno.InfernoError, OSError, subprocess.SubprocessError) as err:
+            result.error = f"oncpu: {err}"
+            self.folded_path.unlink(missing_ok=True)
+        finally:
+            self._cleanup()
+        return result
+
+    def abort(self, reason: str) -> ProbeResult:
+        self._kill()
+        if self.unavailable:
+            return ProbeResult(self.spec.name, unavailable=self.unavailable)
+        return ProbeResult(self.spec.name, error=reason)
+
+    def _collapse(self, process: ProbeProcess) -> dict[str, Any]:
+        script = subprocess.run(
+            ["perf", "script", "-F", SCRIPT_FIELDS, "-i", str(self.data_path)],
+            capture_output=True,
+            timeout=inferno.RUN_TIMEOUT_S,
+            check=False,
+        )
+        if script.returncode != 0:
+            tail = script.stderr.decode(errors="replace").strip().splitlines()[-1:]
+            raise inferno.InfernoError(f"perf script exited with {script.returncode}: {tail}")
+        text = inferno.collapse_perf(script.stdout)
+        stacks = folded.parse(text)
+        tmp = self.folded_path.with_name(f".{self.folded_path.name}.tmp")
+        tmp.write_text(folded.render(stacks))
+        tmp.replace(self.folded_path)
+        samples = folded.total(stacks)
+        lost = sum(int(m[1]) for line in process.stderr_lines() for m in _LOST.finditer(line))
+        return {
+            "probe": "oncpu",
+            "event": self.event,
+            "frequency_hz": self.settings.frequency_hz,
+            "callgraph": self.settings.callgraph,
+            "pids": self.pids,
+            "folded": self.folded_path.name,
+            "samples": samples,
+            "lost_events": lost,
+            "notes": self.notes,
+            "totals": {"samples": samples},
+        }
+
+    def _command(
+        self, word: str, deadline: float | None = None, stop: StopFlag | None = None
+    ) -> bool:
+        """Write a control command and wait for perf's ack."""
+        if self.ctl is None or self.ack is None or self.process is None:
+            return False
+        end = deadline if deadline is not None else time.monotonic() + ACK_TIMEOUT_S
+        with contextlib.suppress(BlockingIOError):  # drain a stale ack
+            os.read(self.ack, 4096)
+        os.write(self.ctl, f"{word}\n".encode())
+        while time.monotonic() < end:
+            if (stop is not None and stop.requested) or not self.process.running():
+                return False
+            ready, _, _ = select.select([self.ack], [], [], 0.05)
+            if ready:
+                with contextlib.suppress(BlockingIOError):
+                    if b"ack" in os.read(self.ack, 4096):
+                        return True
+        return False
+
+    def _failure(self, fallback: str) -> str:
+        lines = self.process.stderr_lines() if self.process is not None else []
+        errors = [line for line in lines if "rror" in line or "ermission" in line]
+        return f"perf: {(errors or lines or [fallback])[0].strip()}"
+
+    def _kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process = None
+        self._cleanup()
+        self.folded_path.unlink(missing_ok=True)
+
+    def _cleanup(self) -> None:
+        for fd in (self.ctl, self.ack):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.ctl = self.ack = None
+        if self.fifo_dir is not None:
+            shutil.rmtree(self.fifo_dir, ignore_errors=True)
+            self.fifo_dir = None
+        self.data_path.unlink(missing_ok=True)
+        self.data_path.with_name(self.data_path.name + ".old").unlink(missing_ok=True)

@@ -1,0 +1,257 @@
+"""The `profile` of every cell of a run: the repeats' stacks merged, flame graphs drawn, and
+the figures read off them (docs/profiles.md).
+
+Files, paths relative to the run directory (`<slug>` is the cell id made file-safe):
+- folded/<slug>.oncpu.folded, flame/<slug>.oncpu.svg: on-CPU samples of every process of the
+  workload (root frame = process name), all repeats;
+- flame/<slug>.diff.svg: against the baseline cell of the same scenario and params
+  (inferno-diff-folded --normalize, baseline first; red = more than in the baseline);
+- folded/<slug>.offcpu.folded, flame/<slug>.offcpu.svg: futex waits weighted by blocked ns;
+- folded/<slug>.wakeups.folded, flame/<slug>.wakeups.svg: waker thread -> wakee thread counts.
+The figures (mutex_share, top_self, grew) are of the measured client's samples only, like
+the per-op metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.describe import render as render_value
+from harness.profiles import folded, inferno
+from harness.profiles.settings import ProfileSettings
+
+TOP = 10
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+
+
+def slug(cell_id: str) -> str:
+    return _UNSAFE.sub("_", cell_id.replace("/", "__")).strip("_") or "cell"
+
+
+@dataclass
+class Stacks:
+    """One cell's stacks over its repeats."""
+
+    oncpu: folded.Folded = field(default_factory=Counter)  # every process, root = comm
+    client: folded.Folded = field(default_factory=Counter)  # the measured client only
+    offcpu: folded.Folded = field(default_factory=Counter)
+    wakeups: folded.Folded = field(default_factory=Counter)
+    frequency_hz: int | None = None
+
+
+def _raw_outputs(run_dir: Path, cell: Mapping[str, Any], probe: str) -> list[tuple[Path, Any]]:
+    entries = ((cell.get("probes") or {}).get(probe) or {}).get("repeats") or []
+    out = []
+    for entry in entries:
+        if "path" in entry:
+            path = run_dir / entry["path"]
+            try:
+                out.append((path, json.loads(path.read_text())))
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def oncpu_repeat(json_path: Path, data: Mapping[str, Any]) -> tuple[folded.Folded, folded.Folded]:
+    """(every process, the client) of one repeat's oncpu output; the client is its first pid."""
+    per_pid = folded.split_pid_roots(folded.read(json_path.parent / str(data["folded"])))
+    pids = data.get("pids") or []
+    client = per_pid.get(pids[0], Counter()) if pids else Counter()
+    return folded.merge(per_pid.values()), client
+
+
+def client_mutex_share(
+    json_path: Path, data: Mapping[str, Any], patterns: Sequence[str]
+) -> float | None:
+    """One repeat's mutex_share (a metric of the repeat, so it gets a median and interval)."""
+    try:
+        _, client = oncpu_repeat(json_path, data)
+    except (OSError, KeyError):
+        return None
+    return folded.share_matching(client, patterns)
+
+
+def gather(run_dir: Path, cell: Mapping[str, Any]) -> Stacks:
+    stacks = Stacks()
+    for path, data in _raw_outputs(run_dir, cell, "oncpu"):
+        try:
+            every, client = oncpu_repeat(path, data)
+        except (OSError, KeyError):
+            continue
+        stacks.oncpu.update(every)
+        stacks.client.update(client)
+        stacks.frequency_hz = data.get("frequency_hz")
+    for _, data in _raw_outputs(run_dir, cell, "futex"):
+        stacks.offcpu.update(folded.parse("\n".join(data.get("folded") or [])))
+    for _, data in _raw_outputs(run_dir, cell, "sched"):
+        for pair in data.get("wakeups") or []:
+            stack = f"{pair.get('waker_comm')};{pair.get('wakee_comm')}".replace(" ", "_")
+            stacks.wakeups[stack] += int(pair.get("count", 0))
+    return stacks
+
+
+def _describe(cell: Mapping[str, Any]) -> str:
+    params = cell.get("params") or {}
+    shown = ", ".join(f"{k}={render_value(v)}" for k, v in params.items())
+    return f"scenario {cell.get('scenario')}" + (f", {shown}" if shown else "")
+
+
+class CellProfiler:
+    def __init__(self, run_dir: Path, suite: str, settings: ProfileSettings) -> None:
+        self.run_dir = run_dir
+        self.suite = suite
+        self.settings = settings
+
+    def _write_folded(self, name: str, stacks: folded.Folded) -> str:
+        path = self.run_dir / "folded" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(folded.render(stacks))
+        tmp.replace(path)
+        return str(path.relative_to(self.run_dir))
+
+    def _svg(self, name: str, text: str, title: str, subtitle: str, **kw: str) -> str:
+        path = self.run_dir / "flame" / name
+        inferno.flamegraph(text, path, title=title, subtitle=subtitle, **kw)
+        return str(path.relative_to(self.run_dir))
+
+    def profile(
+        self,
+        cell: Mapping[str, Any],
+        stacks: Stacks,
+        baseline: tuple[Mapping[str, Any], Stacks] | None,
+    ) -> dict[str, Any]:
+        """The cell's `profile` object; `notes` says what is missing and why."""
+        name, strategy = slug(str(cell.get("id"))), str(cell.get("strategy"))
+        where = _describe(cell)
+        out: dict[str, Any] = {"notes": []}
+        notes: list[str] = out["notes"]
+        repeats = len(((cell.get("probes") or {}).get("oncpu") or {}).get("paths") or [])
+        if stacks.oncpu:
+            samples = folded.total(stacks.oncpu)
+            hz = f" at {stacks.frequency_hz} Hz" if stacks.frequency_hz else ""
+            out["folded"] = self._write_folded(f"{name}.oncpu.folded", stacks.oncpu)
+            out["svg"] = self._svg(
+                f"{name}.oncpu.svg",
+                folded.render(stacks.oncpu),
+                f"{self.suite}: {strategy}, on-CPU",
+                f"{where}; {samples} samples{hz}, {repeats} repeat(s)",
+                colors="hot",
+            )
+            out["samples"] = samples
+            out["client_samples"] = folded.total(stacks.client)
+            share = folded.share_matching(stacks.client, self.settings.mutex_patterns)
+            if share is not None:
+                out["mutex_share"] = share
+            out["top_self"] = folded.top_self(stacks.client, TOP)
+            self._diff(out, cell, stacks, baseline, name, where)
+        else:
+            notes.append(_missing(cell, "oncpu", "no on-CPU profile"))
+        if stacks.offcpu:
+            blocked = folded.total(stacks.offcpu)
+            out["offcpu_folded"] = self._write_folded(f"{name}.offcpu.folded", stacks.offcpu)
+            out["offcpu_svg"] = self._svg(
+                f"{name}.offcpu.svg",
+                folded.render(stacks.offcpu),
+                f"{self.suite}: {strategy}, off-CPU in futex waits",
+                f"{where}; {blocked / 1e6:.1f} ms blocked, weighted by ns",
+                countname="ns",
+                colors="io",
+            )
+            out["offcpu_ns"] = blocked
+        else:
+            notes.append(_missing(cell, "futex", "no off-CPU graph"))
+        if stacks.wakeups:
+            count = folded.total(stacks.wakeups)
+            out["wakeup_folded"] = self._write_folded(f"{name}.wakeups.folded", stacks.wakeups)
+            out["wakeup_svg"] = self._svg(
+                f"{name}.wakeups.svg",
+                folded.render(stacks.wakeups),
+                f"{self.suite}: {strategy}, wake-ups (waker -> wakee)",
+                f"{where}; {count} wake-ups of the workload's threads",
+                countname="wakeups",
+                colors="wakeup",
+            )
+            out["wakeups"] = count
+        else:
+            notes.append(_missing(cell, "sched", "no wake-up view"))
+        return out
+
+    def _diff(
+        self,
+        out: dict[str, Any],
+        cell: Mapping[str, Any],
+        stacks: Stacks,
+        baseline: tuple[Mapping[str, Any], Stacks] | None,
+        name: str,
+        where: str,
+    ) -> None:
+        if baseline is None:
+            out["notes"].append("no differential graph: no baseline cell with this scenario/params")
+            return
+        base_cell, base = baseline
+        if base_cell is cell:
+            return
+        if not base.oncpu:
+            out["notes"].append("no differential graph: the baseline cell has no on-CPU profile")
+            return
+        diff = inferno.diff_folded(
+            folded.render(base.oncpu), folded.render(stacks.oncpu), self.run_dir / "folded"
+        )
+        out["diff_svg"] = self._svg(
+            f"{name}.diff.svg",
+            diff,
+            f"{self.suite}: {cell.get('strategy')} vs {base_cell.get('strategy')}, on-CPU",
+            f"{where}; red: more than in {base_cell.get('strategy')}, blue: less "
+            "(normalised by sample count)",
+        )
+        out["diff_baseline"] = base_cell.get("id")
+        out["grew"] = folded.grew_most(base.client, stacks.client, TOP)
+
+
+def _missing(cell: Mapping[str, Any], probe: str, what: str) -> str:
+    entry = (cell.get("probes") or {}).get(probe)
+    if entry is None:
+        return f"{what}: the {probe} probe did not run"
+    reason = entry.get("unavailable") or entry.get("error")
+    return f"{what}: {probe} {'unavailable: ' + reason if reason else 'recorded nothing'}"
+
+
+def build_profiles(run_dir: Path, doc: dict[str, Any], settings: ProfileSettings) -> list[str]:
+    """Fill every cell's `profile` in doc; returns problems that stopped a graph (the rest of
+    the run is kept). Without inferno nothing is drawn and the reason goes in each cell."""
+    problem = inferno.problem()
+    cells = doc.get("cells") or []
+    if problem:
+        for cell in cells:
+            if cell.get("probes"):
+                cell["profile"] = {"notes": [f"no flame graphs: {problem}"]}
+        return [problem]
+    baseline_name = (doc.get("config") or {}).get("baseline")
+    gathered = [gather(run_dir, cell) for cell in cells]
+    baselines = {
+        _group(cell): (cell, stacks)
+        for cell, stacks in zip(cells, gathered, strict=True)
+        if cell.get("strategy") == baseline_name
+    }
+    profiler = CellProfiler(run_dir, str(doc.get("suite")), settings)
+    errors = []
+    for cell, stacks in zip(cells, gathered, strict=True):
+        if not cell.get("probes"):
+            continue
+        try:
+            cell["profile"] = profiler.profile(cell, stacks, baselines.get(_group(cell)))
+        except (inferno.InfernoError, OSError) as err:
+            cell["profile"] = {"notes": [f"flame graphs failed: {err}"]}
+            errors.append(f"{cell.get('id')}: {err}")
+    return errors
+
+
+def _group(cell: Mapping[str, Any]) -> tuple[Any, str]:
+    return cell.get("scenario"), json.dumps(cell.get("params") or {}, sort_keys=True)

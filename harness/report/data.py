@@ -1,0 +1,660 @@
+"""What the HTML report and the Markdown summary share: reading run.json, which columns to
+show, formatting figures, finding the flame graphs of a cell, and the findings computed from
+the data. Everything here is pure except the reads of files inside the run directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import quote
+
+from harness.errors import BadInput
+from harness.stats import compare_cells, compare_samples, metric_values, params_key
+from harness.tables import (
+    DASH,
+    LABELS,
+    LEADING_METRICS,
+    PERCENT_METRICS,
+    PROBE_METRICS,
+    TIMES,
+    TRAILING_METRICS,
+    cell_summary,
+    human,
+    human_p,
+    human_ratio,
+    is_time_metric,
+    join_range,
+    param_text,
+    percent,
+    ratio_metric,
+    varying_params,
+)
+
+# Probe and profile figures shown after the run's declared metrics, when some cell has them.
+EXTRA_METRICS = tuple(
+    dict.fromkeys((*PROBE_METRICS, "runq_latency_ns.p50", "runq_latency_ns.p99", "mutex_share"))
+)
+REPORT_LABELS = {
+    **LABELS,
+    "latency_ns.p90": "p90",
+    "latency_ns.max": "max latency",
+    "latency_ns.mean": "mean latency",
+    "runq_latency_ns.p50": "run-queue p50",
+    "runq_latency_ns.p99": "run-queue p99",
+    "mutex_share": "mutex share",
+}
+TOP_FRAMES = 10
+TOP_FUTEX_STACKS = 5
+FRAMES_SHOWN = 4  # innermost frames of a folded stack in a one-line view
+
+
+def load_run(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "run.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(f"no run.json in {run_dir}: not a run directory") from None
+    except (OSError, ValueError) as e:
+        raise BadInput(f"cannot read {path}: {e}") from None
+    if not isinstance(doc, dict):
+        raise BadInput(f"{path} is not a run.json: a JSON object was expected")
+    return doc
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Readers (a browser refreshing the report) see the old or the new file, never half."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def label(metric: str) -> str:
+    return REPORT_LABELS.get(metric, metric)
+
+
+def units(doc: Mapping[str, Any]) -> dict[str, str]:
+    return {str(m["name"]): str(m.get("unit") or "") for m in doc.get("metrics") or []}
+
+
+def value_text(metric: str, value: float, unit: str | None = None) -> str:
+    if metric in PERCENT_METRICS:
+        return percent(value)
+    return human(value, is_time_metric(metric, unit))
+
+
+def summary_texts(
+    metric: str, summary: Mapping[str, Any] | None, unit: str | None = None
+) -> tuple[str, str | None]:
+    """(median, interval or None): the interval only when there was more than one repeat."""
+    if not summary or summary.get("median") is None:
+        return DASH, None
+    median = value_text(metric, float(summary["median"]), unit)
+    if int(summary.get("n", 0)) <= 1 or summary.get("ci95_low") is None:
+        return median, None
+    low, high = float(summary["ci95_low"]), float(summary["ci95_high"])
+    if metric in PERCENT_METRICS:
+        low_text, high_text = percent(low), percent(high)
+        return median, f"{low_text.removesuffix('%')}{DASH}{high_text}"
+    time_ns = is_time_metric(metric, unit)
+    return median, join_range(human(low, time_ns), human(high, time_ns))
+
+
+def ratio_texts(entry: Mapping[str, Any] | None) -> tuple[str, str | None]:
+    """("1.31x", "1.20-1.44") (with a multiplication sign and an en dash) from a comparisons
+    entry; (DASH, None) without a ratio."""
+    if entry is None or entry.get("ratio") is None:
+        return DASH, None
+    ratio = human_ratio(float(entry["ratio"]))
+    if entry.get("ci95_low") is None or entry.get("ci95_high") is None:
+        return ratio, None
+    low = human_ratio(float(entry["ci95_low"]))[:-1]
+    high = human_ratio(float(entry["ci95_high"]))[:-1]
+    return ratio, f"{low}{DASH}{high}"
+
+
+def p_text(entry: Mapping[str, Any] | None) -> str:
+    if entry is None or entry.get("p_value") is None:
+        return DASH
+    return human_p(float(entry["p_value"]))
+
+
+def columns(
+    doc: Mapping[str, Any], cells: Sequence[Mapping[str, Any]]
+) -> tuple[list[str], list[str]]:
+    """(metric columns, declared metrics no cell reported).
+
+    The run's declared metrics in their order, then the probe and profile figures present
+    in some cell's summary. A run.json without declared metrics gets the terminal table's.
+    """
+    present = {name for cell in cells for name in cell_summary(cell)}
+    declared = [str(m["name"]) for m in doc.get("metrics") or []]
+    if not declared:
+        declared = [
+            n for n in (*LEADING_METRICS, *TRAILING_METRICS) if n in present or n == "ops_per_sec"
+        ]
+    shown = [n for n in declared if n in present]
+    shown += [n for n in EXTRA_METRICS if n in present and n not in shown]
+    return shown, [n for n in declared if n not in present]
+
+
+def comparisons(doc: Mapping[str, Any], metric: str | None) -> list[Mapping[str, Any]]:
+    """The run's comparisons; computed here only for a run.json written without them."""
+    if "comparisons" in doc:
+        return list(doc.get("comparisons") or [])
+    baseline = (doc.get("config") or {}).get("baseline")
+    if baseline and metric:
+        return list(compare_cells(doc.get("cells") or [], baseline, [{"name": metric}]))
+    return []
+
+
+ComparisonKey = tuple[str, str, str, str]
+
+
+def comparison_key(scenario: Any, strategy: Any, params: Any, metric: str) -> ComparisonKey:
+    return str(scenario), str(strategy), params_key(params), metric
+
+
+def comparison_index(
+    entries: Sequence[Mapping[str, Any]],
+) -> dict[ComparisonKey, Mapping[str, Any]]:
+    return {
+        comparison_key(
+            e.get("scenario"), e.get("candidate"), e.get("params"), str(e.get("metric"))
+        ): e
+        for e in entries
+    }
+
+
+def cell_comparison(
+    index: Mapping[ComparisonKey, Mapping[str, Any]], cell: Mapping[str, Any], metric: str
+) -> Mapping[str, Any] | None:
+    return index.get(
+        comparison_key(cell.get("scenario"), cell.get("strategy"), cell.get("params"), metric)
+    )
+
+
+def scenarios(cells: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for cell in cells:
+        groups.setdefault(str(cell.get("scenario")), []).append(cell)
+    return groups
+
+
+def cell_label(cell: Mapping[str, Any], params: Sequence[str], scenario: bool = False) -> str:
+    """`tokio-timeout concurrency=256` (with ` [slow-tail]` when the run has several scenarios)."""
+    parts = [str(cell.get("strategy"))]
+    parts += [f"{n}={param_text((cell.get('params') or {}).get(n))}" for n in params]
+    if scenario:
+        parts.append(f"[{cell.get('scenario')}]")
+    return " ".join(parts)
+
+
+class Labeller:
+    """Labels of the run's cells: the strategy and the params that vary over the run."""
+
+    def __init__(self, cells: Sequence[Mapping[str, Any]]) -> None:
+        self.params = varying_params(cells)
+        self.scenario = len({str(c.get("scenario")) for c in cells}) > 1
+
+    def __call__(self, cell: Mapping[str, Any]) -> str:
+        return cell_label(cell, self.params, self.scenario)
+
+
+def command_text(config: Mapping[str, Any]) -> str | None:
+    command = config.get("command")
+    if isinstance(command, list) and command:
+        return shlex.join(str(part) for part in command)
+    return None
+
+
+def host_text(host: Mapping[str, Any]) -> str:
+    on_off: dict[Any, str] = {True: "on", False: "off"}
+    return (
+        f"{host.get('hostname')} · {host.get('cpu_model')} · {host.get('logical_cpus')} CPUs · "
+        f"kernel {host.get('kernel')} · governor {host.get('governor')} · "
+        f"SMT {on_off.get(host.get('smt'), 'unknown')} · "
+        f"turbo {on_off.get(host.get('turbo'), 'unknown')}"
+    )
+
+
+def repeats_text(config: Mapping[str, Any]) -> str:
+    if config.get("repeats") is None:
+        return "repeats not recorded"
+    plural = "" if config["repeats"] == 1 else "s"
+    return (
+        f"{config['repeats']} repeat{plural} {TIMES} {config.get('duration_s')} s "
+        f"(warm-up {config.get('warmup_s')} s, {config.get('order') or 'unknown'} order)"
+    )
+
+
+def probes_text(config: Mapping[str, Any]) -> str:
+    probes = config.get("probes")
+    if not probes:
+        return "none"
+    return ", ".join(str(p) for p in probes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Files of the run directory
+
+
+def run_file(run_dir: Path, rel: Any) -> str | None:
+    """The URL-quoted relative link to `rel` when it names an existing file inside the run
+    directory; None otherwise (absolute, escaping with .., or missing)."""
+    if not isinstance(rel, str) or not rel:
+        return None
+    posix = PurePosixPath(rel)
+    if posix.is_absolute():
+        return None
+    root = run_dir.resolve()
+    target = (root / posix).resolve()
+    if not target.is_relative_to(root) or not target.is_file():
+        return None
+    return quote(posix.as_posix())
+
+
+def svg_size(run_dir: Path, rel: str) -> tuple[int, int] | None:
+    """(width, height) of the SVG's root element (inferno writes both), for the preview."""
+    try:
+        with (run_dir / rel).open("rb") as f:
+            head = f.read(16_384).decode("utf-8", "replace")
+    except OSError:
+        return None
+    root = re.search(r"<svg\b[^>]*>", head)
+    if root is None:
+        return None
+    width = re.search(r"\swidth=\"(\d+(?:\.\d+)?)\"", root.group(0))
+    height = re.search(r"\sheight=\"(\d+(?:\.\d+)?)\"", root.group(0))
+    if width is None or height is None:
+        return None
+    return round(float(width.group(1))), round(float(height.group(1)))
+
+
+BASELINE_CELL = "this is the baseline cell"
+
+
+@dataclass(frozen=True)
+class FlameKind:
+    key: str
+    title: str
+    svg_key: str
+    folded_key: str | None
+    keywords: tuple[str, ...]
+
+
+# In the order notes are classified: "no differential graph: the baseline cell has no on-CPU
+# profile" is about the differential graph, though it names the on-CPU profile.
+FLAME_KINDS = (
+    FlameKind("oncpu", "on-CPU", "svg", "folded", ("on-cpu", "oncpu", "perf", "sampl")),
+    FlameKind("offcpu", "off-CPU", "offcpu_svg", "offcpu_folded", ("off-cpu", "offcpu")),
+    FlameKind("wakeups", "wake-up", "wakeup_svg", "wakeup_folded", ("wake",)),
+    FlameKind("diff", "differential", "diff_svg", None, ("diff",)),
+)
+_CLASSIFY_ORDER = ("diff", "offcpu", "wakeups", "oncpu")
+
+
+def note_kind(note: str) -> str | None:
+    """Which flame graph a profile note is about (its words before the first colon decide,
+    so the reason may name anything); None when it is about all of them."""
+    head = note.split(":", 1)[0].lower()
+    kinds = {kind.key: kind for kind in FLAME_KINDS}
+    for key in _CLASSIFY_ORDER:
+        if any(word in head for word in kinds[key].keywords):
+            return key
+    return None
+
+
+@dataclass
+class Flame:
+    """One flame graph of a cell: its link, or why there is none."""
+
+    kind: FlameKind
+    path: str | None = None  # relative to the run directory, as in run.json
+    href: str | None = None  # set only when the file exists
+    folded_path: str | None = None
+    folded_href: str | None = None
+    missing: str | None = None  # "no off-CPU flame graph: <why>"
+    reason: str | None = None  # the <why>
+    problems: list[str] = field(default_factory=list)
+
+
+def profile_notes(profile: Mapping[str, Any]) -> list[str]:
+    notes = profile.get("notes") or []
+    return [str(n) for n in notes] if isinstance(notes, list) else [str(notes)]
+
+
+def _missing_reason(
+    kind: FlameKind, cell: Mapping[str, Any], profile: Mapping[str, Any], baseline: str | None
+) -> str:
+    if kind.key == "diff" and baseline is not None and cell.get("strategy") == baseline:
+        return BASELINE_CELL
+    if not profile:
+        return "run.json has no profile for this cell (the profiler did not run)"
+    notes = [n for n in profile_notes(profile) if note_kind(n) in (kind.key, None)]
+    return "; ".join(notes) if notes else "run.json gives no reason"
+
+
+def flames(run_dir: Path, cell: Mapping[str, Any], baseline: str | None) -> list[Flame]:
+    profile = cell.get("profile") or {}
+    out = []
+    for kind in FLAME_KINDS:
+        flame = Flame(kind)
+        path = profile.get(kind.svg_key)
+        if kind.folded_key and profile.get(kind.folded_key):
+            flame.folded_path = str(profile[kind.folded_key])
+            flame.folded_href = run_file(run_dir, flame.folded_path)
+            if flame.folded_href is None:
+                flame.problems.append(
+                    f"the folded stacks {flame.folded_path} named in run.json are not in the "
+                    "run directory"
+                )
+        if path:
+            flame.path = str(path)
+            flame.href = run_file(run_dir, flame.path)
+            if flame.href is None:
+                flame.reason = f"{flame.path} is named in run.json but is not in the run directory"
+        else:
+            flame.reason = _missing_reason(kind, cell, profile, baseline)
+        if flame.reason is not None:
+            flame.missing = gap_text([kind.title], flame.reason)
+        out.append(flame)
+    return out
+
+
+def flame_gaps(flames: Sequence[Flame], skip_baseline_diff: bool = False) -> list[str]:
+    """The missing flame graphs, one statement per reason: `no on-CPU, off-CPU or wake-up
+    flame graph: run.json has no profile for this cell (...)`."""
+    by_reason: dict[str, list[str]] = {}
+    for flame in flames:
+        if flame.reason is None:
+            continue
+        if skip_baseline_diff and flame.kind.key == "diff" and flame.reason == BASELINE_CELL:
+            continue
+        by_reason.setdefault(flame.reason, []).append(flame.kind.title)
+    return [gap_text(titles, reason) for reason, titles in by_reason.items()]
+
+
+def gap_text(titles: Sequence[str], reason: str) -> str:
+    """A note that already says what is missing ("no off-CPU graph: ...") is kept as is."""
+    if reason.lower().startswith("no "):
+        return reason
+    which = titles[0] if len(titles) == 1 else f"{', '.join(titles[:-1])} or {titles[-1]}"
+    return f"no {which} flame graph: {reason}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Probes
+
+
+def probe_problems(probe: Mapping[str, Any]) -> list[str]:
+    """`unavailable: ...`, `failed: ...` (once per reason) and lost events of one probe."""
+    problems: dict[str, None] = {}
+    if "unavailable" in probe:
+        problems[f"unavailable: {probe['unavailable']}"] = None
+    if "error" in probe:
+        problems[f"failed: {probe['error']}"] = None
+    for r in probe.get("repeats") or []:
+        if r.get("unavailable") is not None and r["unavailable"] == probe.get("unavailable"):
+            continue
+        if r.get("error") is not None and r["error"] == probe.get("error"):
+            continue
+        if "unavailable" in r:
+            problems[f"unavailable in repeat {r.get('repeat')}: {r['unavailable']}"] = None
+        elif "error" in r:
+            problems[f"failed in repeat {r.get('repeat')}: {r['error']}"] = None
+    return list(problems)
+
+
+@dataclass
+class FutexStack:
+    folded: str
+    waits: int = 0
+    wait_ns: int = 0
+    repeats: set[int] = field(default_factory=set)
+
+    @property
+    def frames(self) -> list[str]:
+        return self.folded.split(";") if self.folded else []
+
+    def short(self) -> str:
+        """Innermost frames first: `syscall ← park ← run ← ...`."""
+        frames = self.frames
+        text = " ← ".join(reversed(frames[-FRAMES_SHOWN:]))
+        return text + (" ← …" if len(frames) > FRAMES_SHOWN else "")
+
+
+def futex_stacks(
+    run_dir: Path, probe: Mapping[str, Any], limit: int = TOP_FUTEX_STACKS
+) -> tuple[list[FutexStack], list[str]]:
+    """The most waited-on futex stacks over the repeats (summed by stack), and problems.
+
+    A repeat entry's `top` is used when run.json has it; otherwise the raw file it names.
+    """
+    stacks: dict[str, FutexStack] = {}
+    problems = []
+    for r in probe.get("repeats") or []:
+        top = r.get("top")
+        if top is None and r.get("path"):
+            if run_file(run_dir, r["path"]) is None:
+                problems.append(
+                    f"repeat {r.get('repeat')}: {r['path']} is not in the run directory"
+                )
+                continue
+            try:
+                raw = json.loads((run_dir / str(r["path"])).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as e:
+                problems.append(f"repeat {r.get('repeat')}: cannot read {r['path']}: {e}")
+                continue
+            top = raw.get("top") if isinstance(raw, Mapping) else None
+        for lock in top or []:
+            for s in lock.get("stacks") or []:
+                folded = str(s.get("folded") or "")
+                entry = stacks.setdefault(folded, FutexStack(folded))
+                entry.waits += int(s.get("waits") or 0)
+                entry.wait_ns += int(s.get("wait_ns") or 0)
+                if r.get("repeat") is not None:
+                    entry.repeats.add(int(r["repeat"]))
+    ranked = sorted(stacks.values(), key=lambda s: s.wait_ns, reverse=True)
+    return ranked[:limit], problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Findings
+
+
+@dataclass(frozen=True)
+class Code:
+    """A frame or strategy name shown as code."""
+
+    text: str
+
+
+Finding = list[str | Code]
+
+
+def mutex_share(cell: Mapping[str, Any]) -> float | None:
+    summary = cell_summary(cell).get("mutex_share")
+    if summary and summary.get("median") is not None:
+        return float(summary["median"])
+    value = (cell.get("profile") or {}).get("mutex_share")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _median(cell: Mapping[str, Any], metric: str) -> float | None:
+    summary = cell_summary(cell).get(metric)
+    return float(summary["median"]) if summary and summary.get("median") is not None else None
+
+
+def _side_by_side(a: Mapping[str, Any], b: Mapping[str, Any], units: Mapping[str, str]) -> str:
+    """`; mutex share 2.1% vs 11.4%, futex wait/op 1.2µs vs 3.4µs` for the figures both have."""
+    parts = []
+    for metric in ("mutex_share", "futex_wait_ns_per_op", "ctx_switches_per_op"):
+        va = mutex_share(a) if metric == "mutex_share" else _median(a, metric)
+        vb = mutex_share(b) if metric == "mutex_share" else _median(b, metric)
+        if va is not None and vb is not None:
+            unit = units.get(metric)
+            parts.append(
+                f"{label(metric)} {value_text(metric, va, unit)} vs {value_text(metric, vb, unit)}"
+            )
+    return "; " + ", ".join(parts) if parts else ""
+
+
+def _ratio_sentence(
+    name_a: str,
+    name_b: str,
+    metric: str,
+    entry: Mapping[str, Any],
+) -> Finding:
+    ratio, interval = ratio_texts(entry)
+    p = entry.get("p_value")
+    if p is None:
+        significance = "no p-value"
+    else:
+        verdict = "significant" if entry.get("significant") else "not significant"
+        significance = f"{verdict}, p={human_p(float(p))}"
+        if not entry.get("significant") and entry.get("reason"):
+            significance += f": {entry['reason']}"
+    text: Finding = [Code(name_a), f": {ratio} the {label(metric)} of ", Code(name_b)]
+    text.append(f" [95% CI {interval}]" if interval else " (no interval)")
+    text.append(f" ({significance})")
+    return text
+
+
+def findings(doc: Mapping[str, Any]) -> list[Finding]:
+    """Short statements computed from run.json only, most useful first."""
+    cells = list(doc.get("cells") or [])
+    config = doc.get("config") or {}
+    baseline = config.get("baseline")
+    name = Labeller(cells)
+    unit_of = units(doc)
+    shown, _ = columns(doc, cells)
+    metric = ratio_metric(doc, shown)
+    index = comparison_index(comparisons(doc, metric))
+    out: list[Finding] = []
+
+    status = str(doc.get("status"))
+    if status != "complete":
+        out.append([f"the run's status is {status}: figures cover the repeats that finished"])
+
+    if metric is not None:
+        groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        for cell in cells:
+            key = (str(cell.get("scenario")), params_key(cell.get("params")))
+            groups.setdefault(key, []).append(cell)
+        for group in groups.values():
+            base = next((c for c in group if c.get("strategy") == baseline), None)
+            for cell in group:
+                if cell is base:
+                    continue
+                entry = cell_comparison(index, cell, metric)
+                if base is not None and entry is not None and entry.get("ratio") is not None:
+                    sentence = _ratio_sentence(name(cell), str(baseline), metric, entry)
+                    sentence.append(_side_by_side(cell, base, unit_of))
+                    out.append(sentence)
+            # The best and the worst of the other strategies, compared on their repeats.
+            others = [c for c in group if c is not base and metric_values(c, metric)]
+            if len(others) >= 2:
+                better = next(
+                    (m.get("better") for m in doc.get("metrics") or [] if m.get("name") == metric),
+                    "higher",
+                )
+                ranked = sorted(others, key=lambda c: _median(c, metric) or 0.0)
+                worst, best = (
+                    (ranked[0], ranked[-1]) if better != "lower" else (ranked[-1], ranked[0])
+                )
+                if _median(best, metric) != _median(worst, metric):
+                    entry = compare_samples(
+                        metric_values(worst, metric), metric_values(best, metric), better
+                    )
+                    if entry.get("ratio") is not None:
+                        sentence = _ratio_sentence(name(best), name(worst), metric, entry)
+                        sentence.append(_side_by_side(best, worst, unit_of))
+                        out.append(sentence)
+
+    shares = [(mutex_share(c), c) for c in cells]
+    known = [(s, c) for s, c in shares if s is not None]
+    if len(known) >= 2:
+        high = max(known, key=lambda sc: sc[0])
+        low = min(known, key=lambda sc: sc[0])
+        out.append(
+            [
+                "mutex share (lock-related frames in the client's on-CPU samples): highest in ",
+                Code(name(high[1])),
+                f" ({percent(high[0])}), lowest in ",
+                Code(name(low[1])),
+                f" ({percent(low[0])})",
+            ]
+        )
+
+    grown = []
+    for cell in cells:
+        profile = cell.get("profile") or {}
+        grew = [g for g in profile.get("grew") or [] if g.get("delta") is not None]
+        if grew:
+            top = max(grew, key=lambda g: float(g["delta"]))
+            grown.append((float(top["delta"]), cell, top, profile.get("diff_baseline")))
+    for _delta, cell, top, against in sorted(grown, key=lambda g: g[0], reverse=True)[:5]:
+        out.append(
+            [
+                Code(name(cell)),
+                f" vs {against or baseline}: ",
+                Code(str(top.get("frame"))),
+                " grew the most, from "
+                f"{percent(float(top.get('baseline_share') or 0.0))} to "
+                f"{percent(float(top.get('share') or 0.0))} of the samples",
+            ]
+        )
+
+    failed = [(c, len(c.get("failures") or [])) for c in cells if c.get("failures")]
+    if failed:
+        total = sum(n for _, n in failed)
+        runs = sum(len(c.get("repeats") or []) + len(c.get("failures") or []) for c in cells)
+        lost_repeats: Finding = [f"{total} of {runs} repeats failed ("]
+        for i, (c, n) in enumerate(failed[:3]):
+            lost_repeats += [", " if i else "", Code(name(c)), f": {n}"]
+        lost_repeats.append(f" and {len(failed) - 3} more cells)" if len(failed) > 3 else ")")
+        out.append(lost_repeats)
+    else:
+        out.append(["no repeat failed"])
+
+    problems: dict[str, dict[str, str]] = {}  # what -> cell name -> detail
+    for cell in cells:
+        for probe_name, probe in (cell.get("probes") or {}).items():
+            for problem in probe_problems(probe):
+                problems.setdefault(f"probe {probe_name} {problem}", {})[name(cell)] = ""
+            if probe.get("lost_events"):
+                lost = f"probe {probe_name} lost events"
+                problems.setdefault(lost, {})[name(cell)] = f": {probe['lost_events']}"
+    for what, where in problems.items():
+        said: Finding = [f"{what} ("]
+        if len(where) > 3:
+            said.append(f"{len(where)} cells")
+        for i, (cell_name, detail) in enumerate(list(where.items()) if len(where) <= 3 else []):
+            said += [", " if i else "", Code(cell_name), detail]
+        said.append(")")
+        out.append(said)
+
+    overhead = doc.get("probe_overhead")
+    if overhead:
+        parts = [
+            f"{key} {human_ratio(float(v)) if v is not None else DASH}"
+            for key, v in overhead.items()
+        ]
+        out.append(
+            ["probe overhead, median ops/s with / without (geometric mean): " + ", ".join(parts)]
+        )
+    return out
+
+
+def finding_text(finding: Finding) -> str:
+    """Plain text of a finding (for tests and logs)."""
+    return "".join(part.text if isinstance(part, Code) else part for part in finding)

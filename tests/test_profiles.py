@@ -1,0 +1,240 @@
+"""Profiles: folded-stack figures (unit), the oncpu probe's window (real perf), and a real
+timers run with flame graphs, differential graphs, off-CPU graphs and mutex_share, opened in
+headless Chromium; `harness compare` on two real runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser import check_links, check_svg_drawn, require_browser, start_driver
+from conftest import FIXTURES, require, run_harness, runs_dir
+
+from harness.errors import BadInput
+from harness.paths import REPO_ROOT
+from harness.probes.availability import perf_problem, privilege_problem
+from harness.probes.oncpu import OncpuProbe
+from harness.probes.probe import ATTACH_TIMEOUT_S
+from harness.probes.spec import ProbeSpec
+from harness.profiles import folded, inferno
+from harness.profiles.patterns import DEFAULT_MUTEX_PATTERNS, parse_patterns
+from harness.profiles.settings import ProfileSettings
+from harness.suites import discover
+
+FIXTURE_CC = ["gcc", "-O1", "-g", "-fno-omit-frame-pointer"]
+STACKS = """\
+client-10;main;work;std::sync::Mutex::lock_contended;syscall;do_futex_[k] 30
+client-10;main;work;compute 50
+client-10;main;idle;park_condvar 20
+server-11;main;serve;recv 40
+"""
+
+
+def test_folded_parse_render_round_trip() -> None:
+    stacks = folded.parse(STACKS + "garbage line\n\nno;weight x\n")
+    assert folded.total(stacks) == 140
+    assert folded.parse(folded.render(stacks)) == stacks
+
+
+def test_pid_roots_split_and_merge() -> None:
+    per_pid = folded.split_pid_roots(folded.parse(STACKS))
+    assert set(per_pid) == {10, 11}
+    assert folded.total(per_pid[10]) == 100
+    assert "client;main;work;compute" in per_pid[10]
+    merged = folded.merge([per_pid[10], per_pid[10]])
+    assert merged["client;main;work;compute"] == 100
+
+
+def test_mutex_share_counts_each_stack_once_and_skips_the_root() -> None:
+    client = folded.split_pid_roots(folded.parse(STACKS))[10]
+    # futex/mutex (30) and condvar (20) of 100; one stack with two matches counts once.
+    assert folded.share_matching(client, DEFAULT_MUTEX_PATTERNS) == pytest.approx(0.5)
+    assert folded.share_matching(client, ["compute"]) == pytest.approx(0.5)
+    # The root frame is the process name: a process called "mutexd" is not a lock.
+    assert folded.share_matching(Counter({"mutexd;main;run": 5}), ["mutex"]) == 0.0
+    assert folded.share_matching(Counter(), ["mutex"]) is None
+
+
+def test_kernel_spinlocks_are_not_lock_frames() -> None:
+    stacks = Counter({"c;send;__pv_queued_spin_lock_slowpath_[k]": 1, "c;a;b": 1})
+    assert folded.share_matching(stacks, DEFAULT_MUTEX_PATTERNS) == 0.0
+
+
+def test_top_self_and_grew_most() -> None:
+    base = Counter({"c;main;compute": 80, "c;main;lock": 20})
+    cand = Counter({"c;main;compute": 50, "c;main;lock": 40, "c;main;timer": 10})
+    top = folded.top_self(cand, 2)
+    assert [t["frame"] for t in top] == ["compute", "lock"]
+    assert top[0]["share"] == pytest.approx(0.5)
+    grew = folded.grew_most(base, cand)
+    assert [g["frame"] for g in grew] == ["lock", "timer"]  # compute shrank: not listed
+    assert grew[0]["delta"] == pytest.approx(0.4 - 0.2)
+    assert grew[1]["baseline_share"] == 0.0
+
+
+def test_mutex_patterns_option() -> None:
+    assert parse_patterns("Foo, bar") == ("foo", "bar")
+    extended = parse_patterns("+mylock")
+    assert extended[: len(DEFAULT_MUTEX_PATTERNS)] == DEFAULT_MUTEX_PATTERNS
+    assert extended[-1] == "mylock"
+    with pytest.raises(BadInput):
+        parse_patterns(" , ")
+
+
+def test_perf_missing_is_a_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert perf_problem() == "perf is not installed (apt install linux-perf)"
+
+
+def require_oncpu() -> None:
+    require(privilege_problem() or perf_problem())
+    problem = inferno.problem()
+    if problem:
+        pytest.fail(f"{problem}: `make deps` installs it")
+
+
+@pytest.fixture(scope="module")
+def phases(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    binary = tmp_path_factory.mktemp("profile") / "phases"
+    subprocess.run(
+        [*FIXTURE_CC, "-o", str(binary), str(FIXTURES / "profile" / "phases.c")],
+        check=True,
+        timeout=60,
+    )
+    return binary
+
+
+def test_oncpu_samples_the_window_only(phases: Path, tmp_path: Path) -> None:
+    """Samples before window_start are dropped: the fixture spins in one function before the
+    window and in another during it."""
+    require_oncpu()
+    target = subprocess.Popen(
+        [str(phases)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert target.stdin is not None and target.stdout is not None
+    try:
+        assert target.stdout.readline().split() == ["ready", str(target.pid)]
+        probe = OncpuProbe(ProbeSpec("oncpu"), tmp_path / "r1-oncpu.json", ProfileSettings())
+        probe.start([target.pid])
+        probe.wait_attached(time.monotonic() + ATTACH_TIMEOUT_S, None)
+        assert probe.unavailable is None
+        time.sleep(1.0)  # spinning in before_window(), not sampled
+        target.stdin.write("go\n")
+        target.stdin.flush()
+        probe.window_start()
+        time.sleep(1.5)
+        probe.window_end()
+        result = probe.finish()
+    finally:
+        target.kill()
+        target.wait()
+    assert result.ok, result.error
+    assert result.data is not None and result.path is not None
+    stacks = folded.read(result.path.parent / result.data["folded"])
+    phase_weight: Counter[str] = Counter()
+    for stack, weight in stacks.items():
+        for frame in ("before_window", "inside_window"):
+            if frame in stack.split(";"):
+                phase_weight[frame] += weight
+    # ~99 samples a second for 1.5 s; a sample or two may straddle the switch.
+    assert phase_weight["inside_window"] >= 60, stacks
+    assert phase_weight["before_window"] <= 3, stacks
+    assert result.data["samples"] == folded.total(stacks)
+    assert all(stack.startswith(f"phases-{target.pid};") for stack in stacks)
+    assert not list(tmp_path.glob("*.perf.data*")), "perf.data is deleted once collapsed"
+
+
+@pytest.fixture
+def profile_env(harness_env: dict[str, str]) -> dict[str, str]:
+    require_oncpu()
+    if not discover(REPO_ROOT / "workloads")["timers"].built:
+        pytest.fail("the timers workload is not built: run `make deps`")
+    return {**harness_env, "HARNESS_WORKLOADS": str(REPO_ROOT / "workloads")}
+
+
+TIMERS_PROFILED = [
+    "run",
+    "timers",
+    "--strategies",
+    "none,tokio-timeout,deadline-tracker",
+    "--probes",
+    "oncpu,futex,sched",
+    "--param",
+    "concurrency=256",
+    "--duration-s",
+    "1.5",
+    "--warmup-s",
+    "0.5",
+    "--repeat",
+    "1",
+]
+
+
+def profiled_run(env: dict[str, str]) -> tuple[Path, dict[str, Any]]:
+    before = set(runs_dir(env).iterdir()) if runs_dir(env).exists() else set()
+    done = run_harness(TIMERS_PROFILED, env, timeout=240)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = set(runs_dir(env).iterdir()) - before
+    assert "mutex %" in done.stdout
+    assert f"report.html: {run_dir / 'report.html'}" in done.stdout
+    doc: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
+    return run_dir, doc
+
+
+def test_profiled_run_draws_every_graph(profile_env: dict[str, str]) -> None:
+    require_browser()
+    run_dir, doc = profiled_run(profile_env)
+    assert doc["config"]["mutex_patterns"] == list(DEFAULT_MUTEX_PATTERNS)
+    profiles = {cell["strategy"]: cell["profile"] for cell in doc["cells"]}
+    assert set(profiles) == {"none", "tokio-timeout", "deadline-tracker"}
+    svgs = []
+    for strategy, profile in profiles.items():
+        for key in ("svg", "offcpu_svg", "wakeup_svg", "folded", "offcpu_folded"):
+            assert (run_dir / profile[key]).is_file(), (strategy, key, profile["notes"])
+        svgs += [profile["svg"], profile["offcpu_svg"], profile["wakeup_svg"]]
+        assert 0 <= profile["mutex_share"] <= 1
+        assert profile["client_samples"] > 0 and profile["samples"] >= profile["client_samples"]
+        assert len(profile["top_self"]) == 10
+        oncpu = folded.read(run_dir / profile["folded"])
+        assert folded.total(oncpu) == profile["samples"]
+        assert {stack.split(";")[0] for stack in oncpu} >= {"timers-client", "timers-server"}
+        assert any(frame.endswith("_[k]") for stack in oncpu for frame in stack.split(";"))
+        # Rust frames are demangled.
+        assert any("tokio::runtime" in stack for stack in oncpu)
+        title = (run_dir / profile["svg"]).read_text()
+        assert f"timers: {strategy}, on-CPU" in title and f"{profile['samples']} samples" in title
+        summary = next(c for c in doc["cells"] if c["strategy"] == strategy)["summary"]
+        assert summary["mutex_share"]["n"] == 1
+    assert "diff_svg" not in profiles["none"]
+    for strategy in ("tokio-timeout", "deadline-tracker"):
+        profile = profiles[strategy]
+        assert profile["diff_baseline"] == "none/concurrency=256"
+        assert (run_dir / profile["diff_svg"]).is_file()
+        svgs.append(profile["diff_svg"])
+    assert (run_dir / "summary.md").is_file()
+    driver = start_driver()
+    try:
+        for svg in svgs:
+            assert check_svg_drawn(driver, run_dir / svg) > 5, svg
+        check_links(driver, run_dir / "report.html")
+    finally:
+        driver.quit()
+
+
+def test_compare_two_real_runs(profile_env: dict[str, str]) -> None:
+    first, _ = profiled_run(profile_env)
+    second, _ = profiled_run(profile_env)
+    done = run_harness(["compare", str(first), str(second)], profile_env)
+    assert done.returncode == 0, done.stderr
+    assert "ops_per_sec" in done.stdout and "mutex_share" in done.stdout
+    graphs = sorted((second / "compare").glob("*/*.diff.svg"))
+    assert len(graphs) == 3, done.stdout
+    assert all(str(graph) in done.stdout for graph in graphs)
+    done = run_harness(["compare", str(first), str(second), "--json"], profile_env)
+    entries = json.loads(done.stdout)
+    assert {e["metric"] for e in entries} >= {"ops_per_sec", "mutex_share"}
