@@ -260,7 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="A,B",
         help="comma-separated strategies (default: all the suite's strategies)",
     )
-    p.add_argument("--scenario", metavar="NAME", help="scenario (default: the suite's default)")
+    p.add_argument(
+        "--scenario",
+        type=_names,
+        metavar="A,B",
+        help="scenario, or comma-separated scenarios, each a table of its own "
+        "(default: the scenarios of suite.toml [bench], else the suite's default)",
+    )
     p.add_argument(
         "--baseline",
         metavar="S",
@@ -546,7 +552,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             suite,
             describe(suite),
             strategies=args.strategies,
-            scenario=args.scenario,
+            scenarios=args.scenario or suite.bench.scenarios,
             sweep=sweep,
             duration_s=args.duration_s,
             warmup_s=args.warmup_s,

@@ -44,7 +44,7 @@ class Plan:
     description: Description
     strategies: tuple[str, ...]
     cells: tuple[Cell, ...]
-    scenario: str
+    scenarios: tuple[str, ...]
     sweep: dict[str, list[ParamValue]]
     duration_s: float
     warmup_s: float
@@ -72,7 +72,7 @@ class Plan:
         return {
             "binary": str(self.suite.binary),
             "strategies": list(self.strategies),
-            "scenario": self.scenario,
+            "scenario": self.scenarios[0] if len(self.scenarios) == 1 else list(self.scenarios),
             "params": self.sweep,
             "duration_s": self.duration_s,
             "warmup_s": self.warmup_s,
@@ -91,7 +91,7 @@ def build_plan(
     description: Description,
     *,
     strategies: Sequence[str] | None,
-    scenario: str | None,
+    scenarios: Sequence[str] | None,
     sweep: Mapping[str, Sequence[object]],
     duration_s: float,
     warmup_s: float,
@@ -111,8 +111,8 @@ def build_plan(
             raise BadInput(
                 f"unknown strategy '{name}' for suite '{suite.name}' (valid: {', '.join(valid)})"
             )
-    scenario_name = scenario or description.default_scenario
-    scenario_params = description.scenario(scenario_name).params
+    chosen_scenarios = list(dict.fromkeys(scenarios or [description.default_scenario]))
+    scenario_params = {name: description.scenario(name).params for name in chosen_scenarios}
     axes: dict[str, list[ParamValue]] = {}
     for key, values in sweep.items():
         axes[key] = list(dict.fromkeys(description.coerce(key, v) for v in values))
@@ -123,25 +123,28 @@ def build_plan(
         )
     baseline = baseline or _baseline(suite, description)
     cells = []
-    for strategy in chosen:
-        for combo in itertools.product(*axes.values()):
-            explicit = dict(zip(axes, combo, strict=True))
-            cell_id = "/".join([strategy, *(f"{k}={render(v)}" for k, v in explicit.items())])
-            cells.append(
-                Cell(
-                    id=cell_id,
-                    strategy=strategy,
-                    scenario=scenario_name,
-                    params={**scenario_params, **explicit},
-                    explicit=explicit,
+    # Several scenarios: the id starts with the scenario (`contended/smart-lifo`).
+    prefix = len(chosen_scenarios) > 1
+    for scenario_name in chosen_scenarios:
+        for strategy in chosen:
+            for combo in itertools.product(*axes.values()):
+                explicit = dict(zip(axes, combo, strict=True))
+                parts = [strategy, *(f"{k}={render(v)}" for k, v in explicit.items())]
+                cells.append(
+                    Cell(
+                        id="/".join([scenario_name, *parts] if prefix else parts),
+                        strategy=strategy,
+                        scenario=scenario_name,
+                        params={**scenario_params[scenario_name], **explicit},
+                        explicit=explicit,
+                    )
                 )
-            )
     return Plan(
         suite=suite,
         description=description,
         strategies=tuple(chosen),
         cells=tuple(cells),
-        scenario=scenario_name,
+        scenarios=tuple(chosen_scenarios),
         sweep=axes,
         duration_s=duration_s,
         warmup_s=warmup_s,
@@ -207,7 +210,7 @@ def plan_matrix(
         suite,
         description,
         strategies=matrix.strategies,
-        scenario=matrix.scenario,
+        scenarios=matrix.scenarios,
         sweep=sweep,
         duration_s=matrix.duration_s,
         warmup_s=matrix.warmup_s,

@@ -137,6 +137,7 @@ class RunRecord:
                 for cell in plan.cells
             ],
             "comparisons": [],
+            "plots": [],
         }
         record = cls(run_dir, doc)
         record.write()

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from harness.describe import plain_number
 from harness.plan import Plan
+from harness.plots import write_plots
 from harness.probes import overhead
 from harness.probes.metrics import op_count, per_op_metrics
 from harness.probes.probe import ProbeResult
@@ -131,6 +132,7 @@ def execute(
             record.write()
             progress.finished(step, outcome)
     _profiles(plan, record, console)
+    write_plots(record.run_dir, record.doc)
     return record.finish(interrupted)
 
 

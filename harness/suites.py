@@ -17,7 +17,16 @@ TomlScalar = str | int | float | bool
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _TOP_KEYS = {"name", "description", "binary", "build", "baseline", "bench", "quick"}
-_MATRIX_KEYS = {"strategies", "scenario", "repeats", "duration_s", "warmup_s", "params", "scale"}
+_MATRIX_KEYS = {
+    "strategies",
+    "scenario",
+    "scenarios",
+    "repeats",
+    "duration_s",
+    "warmup_s",
+    "params",
+    "scale",
+}
 _SCALE_KEYS = {"reference_threads", "params", "minimum"}
 
 
@@ -39,7 +48,7 @@ class Matrix:
     """What `harness bench` runs for a suite ([bench], or [bench] overlaid with [quick])."""
 
     strategies: tuple[str, ...] | None  # None: every strategy the binary describes
-    scenario: str | None  # None: the binary's default scenario
+    scenarios: tuple[str, ...] | None  # None: the binary's default scenario
     repeats: int
     duration_s: float
     warmup_s: float
@@ -48,7 +57,7 @@ class Matrix:
 
 
 DEFAULT_MATRIX = Matrix(
-    strategies=None, scenario=None, repeats=5, duration_s=10.0, warmup_s=2.0, params={}, scale=None
+    strategies=None, scenarios=None, repeats=5, duration_s=10.0, warmup_s=2.0, params={}, scale=None
 )
 
 
@@ -169,9 +178,12 @@ def _matrix(table: _Table | None, base: Matrix) -> Matrix:
         for name in scale.params:
             if name not in params:
                 raise table.error("scale.params", f"'{name}' is not swept in [bench.params]")
+    if "scenario" in table.data and "scenarios" in table.data:
+        raise table.error("scenarios", "set 'scenario' or 'scenarios', not both")
+    one = table.string("scenario")
     return Matrix(
         strategies=table.names("strategies") or base.strategies,
-        scenario=table.string("scenario") or base.scenario,
+        scenarios=table.names("scenarios") or ((one,) if one else base.scenarios),
         repeats=table.integer("repeats", base.repeats, 1),
         duration_s=table.number("duration_s", base.duration_s, positive=True),
         warmup_s=table.number("warmup_s", base.warmup_s, positive=False),

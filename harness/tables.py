@@ -37,6 +37,13 @@ LABELS = {
     "futex_wait_ns_per_op": "futex wait/op",
     "offcpu_ns_per_op": "off-CPU/op",
     "mutex_share": "mutex %",
+    "gc_pause_ns.total": "GC pause",
+    "wait_ns.avg": "wait avg",
+    "wait_ns.std": "wait std",
+    "wait_ns.p50": "wait p50",
+    "wait_ns.p75": "wait p75",
+    "wait_ns.p99": "wait p99",
+    "wait_ns.max": "wait max",
 }
 Layout = Literal["wide", "narrow", "stacked"]
 LAYOUTS: tuple[Layout, ...] = ("wide", "narrow", "stacked")
@@ -189,9 +196,18 @@ def cell_summary(cell: Mapping[str, Any]) -> Mapping[str, Any]:
     return cell.get("summary") or summarize_cell(cell.get("repeats") or [])
 
 
-def metric_columns(summaries: Sequence[Mapping[str, Any]]) -> list[str]:
+def headline_metrics(doc: Mapping[str, Any]) -> tuple[str, ...]:
+    """The metrics the workload's describe marks `"headline": true` (the pools suite's wait
+    times, as in its source's tables), else ops/s, p50 and p99."""
+    marked = [str(m["name"]) for m in doc.get("metrics") or [] if m.get("headline")]
+    return tuple(marked) or LEADING_METRICS
+
+
+def metric_columns(
+    summaries: Sequence[Mapping[str, Any]], leading: Sequence[str] = LEADING_METRICS
+) -> list[str]:
     present = {name for summary in summaries for name in summary}
-    ordered = (*LEADING_METRICS, *PROBE_METRICS, *TRAILING_METRICS)
+    ordered = dict.fromkeys((*leading, *PROBE_METRICS, "gc_pause_ns.total", *TRAILING_METRICS))
     return [name for name in ordered if name in present]
 
 
@@ -206,6 +222,9 @@ def varying_params(cells: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def ratio_metric(doc: Mapping[str, Any], columns: Sequence[str]) -> str | None:
+    marked = [str(m["name"]) for m in doc.get("metrics") or [] if m.get("headline")]
+    if marked:
+        return marked[0]
     declared = [str(m["name"]) for m in doc.get("metrics") or []]
     if "ops_per_sec" in declared or (not declared and "ops_per_sec" in columns):
         return "ops_per_sec"
@@ -480,7 +499,7 @@ def print_run(doc: Mapping[str, Any], console: Console) -> None:
         return
 
     summaries = [cell_summary(cell) for cell in cells]
-    columns = metric_columns(summaries)
+    columns = metric_columns(summaries, headline_metrics(doc))
     units = {str(m["name"]): str(m.get("unit", "")) for m in doc.get("metrics") or []}
     baseline = (doc.get("config") or {}).get("baseline")
     metric = ratio_metric(doc, columns) if baseline else None

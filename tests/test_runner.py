@@ -34,6 +34,7 @@ RUN_KEYS = {
     "metrics",
     "cells",
     "comparisons",
+    "plots",
 }
 CELL_KEYS = {
     "id",
@@ -197,7 +198,8 @@ def test_run_json_is_replaced_atomically_while_running(harness_env: dict[str, st
     assert done.returncode == 0, done.stderr
     assert "running:0" in seen and any(s.startswith("running:") and s != "running:0" for s in seen)
     (run_dir,) = runs_dir(harness_env).iterdir()
-    assert [p.name for p in run_dir.iterdir()] == ["run.json"]  # no temp file left
+    # No temp file left.
+    assert sorted(p.name for p in run_dir.iterdir()) == ["report.html", "run.json", "summary.md"]
 
 
 def test_a_failed_write_leaves_the_previous_run_json(

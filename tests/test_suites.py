@@ -57,7 +57,7 @@ def test_the_fixture_suite_and_its_quick_overrides() -> None:
 
 def test_defaults_when_there_is_no_bench_table(tmp_path: Path) -> None:
     suite = load_suite(write_suite(tmp_path / "s", 'name = "s"\nbinary = "bin/s"\n'))
-    assert suite.bench.strategies is None and suite.bench.scenario is None
+    assert suite.bench.strategies is None and suite.bench.scenarios is None
     assert (suite.bench.repeats, suite.bench.duration_s, suite.bench.warmup_s) == (5, 10.0, 2.0)
     assert suite.build is None and suite.baseline is None and not suite.built
 
@@ -74,6 +74,11 @@ def test_defaults_when_there_is_no_bench_table(tmp_path: Path) -> None:
         ('name = "s"\nbinary = "x"\n[bench]\nduration_s = 0', "key 'bench.duration_s': expected a"),
         ('name = "s"\nbinary = "x"\n[quick]\nwarmup_s = -1', "key 'quick.warmup_s': expected a"),
         ('name = "s"\nbinary = "x"\n[bench]\nstrategies = []', "key 'bench.strategies'"),
+        ('name = "s"\nbinary = "x"\n[bench]\nscenarios = "a"', "key 'bench.scenarios'"),
+        (
+            'name = "s"\nbinary = "x"\n[bench]\nscenario = "a"\nscenarios = ["b"]',
+            "key 'bench.scenarios': set 'scenario' or 'scenarios', not both",
+        ),
         ('name = "s"\nbinary = "x"\n[bench.params]\nn = []', "key 'bench.params.n'"),
         ('name = "s"\nbinary = "x"\n[bench.scale]\nminimum = 2', "key 'bench.scale.params': miss"),
         (
@@ -185,7 +190,7 @@ def plan_for(tmp_path: Path, **kwargs: Any) -> Any:
     suite = load_suite(write_suite(tmp_path / "toy", 'name = "toy"\nbinary = "toy"\n'))
     options: dict[str, Any] = {
         "strategies": None,
-        "scenario": None,
+        "scenarios": None,
         "sweep": {},
         "duration_s": 1.0,
         "warmup_s": 0.0,
@@ -230,17 +235,27 @@ def test_sequential_schedule(tmp_path: Path) -> None:
 
 
 def test_scenario_params_show_in_cells_but_only_explicit_ones_are_passed(tmp_path: Path) -> None:
-    plan = plan_for(tmp_path, scenario="slow-tail", sweep={"n": ["4"]})
+    plan = plan_for(tmp_path, scenarios=["slow-tail"], sweep={"n": ["4"]})
     (cell, _) = plan.cells
     assert cell.params == {"slow": 0.01, "n": 4}
     assert cell.run_args()[-2:] == ["--param", "n=4"]
+
+
+def test_several_scenarios_are_an_axis(tmp_path: Path) -> None:
+    plan = plan_for(tmp_path, scenarios=["steady", "slow-tail", "steady"])
+    assert [c.id for c in plan.cells] == ["steady/a", "steady/b", "slow-tail/a", "slow-tail/b"]
+    assert [c.scenario for c in plan.cells] == ["steady", "steady", "slow-tail", "slow-tail"]
+    assert plan.cells[2].params == {"slow": 0.01}
+    assert plan.config()["scenario"] == ["steady", "slow-tail"]
+    with pytest.raises(BadInput, match="unknown scenario 'rush'"):
+        plan_for(tmp_path, scenarios=["steady", "rush"])
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"strategies": ["c"]}, "unknown strategy 'c' for suite 'toy' (valid: a, b)"),
-        ({"scenario": "x"}, "unknown scenario 'x' for suite 'toy' (valid: steady, slow-tail)"),
+        ({"scenarios": ["x"]}, "unknown scenario 'x' for suite 'toy' (valid: steady, slow-tail)"),
         ({"sweep": {"m": ["1"]}}, "unknown parameter 'm' for suite 'toy' (valid: n, slow, mode"),
         ({"sweep": {"n": ["0"]}}, "bad value for parameter 'n': '0' is out of range (valid: int"),
         ({"sweep": {"mode": ["x"]}}, "'x' is not a valid choice (valid: r, w)"),
@@ -293,7 +308,7 @@ def test_a_baseline_unknown_to_describe_is_reported(tmp_path: Path) -> None:
             suite,
             parse_description(DESCRIBE, "toy"),
             strategies=None,
-            scenario=None,
+            scenarios=None,
             sweep={},
             duration_s=1,
             warmup_s=0,

@@ -12,6 +12,8 @@ first pid of the ready event (its threads in `sched`, its process in `futex`):
   histograms added up (see hist_quantile)
 - futex_waits_per_op: successful futex waits of the client (all waiting ops) / ops
 - futex_wait_ns_per_op: time in those waits / ops
+- gc_pause_ns {count, total, max, p99}: the client's GC stop-the-world pauses over the window
+  (the `gc` probe; p99 from its log2 histogram), and gc_cycles: GC cycles started
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ PROBE_METRICS: tuple[dict[str, str], ...] = (
     {"name": "offcpu_ns_per_op", "unit": "ns", "better": "lower"},
     {"name": "runq_latency_ns.p99", "unit": "ns", "better": "lower"},
     {"name": "mutex_share", "unit": "share", "better": "lower"},
+    {"name": "gc_cycles", "unit": "cycles", "better": "lower"},
+    {"name": "gc_pause_ns.total", "unit": "ns", "better": "lower"},
+    {"name": "gc_pause_ns.max", "unit": "ns", "better": "lower"},
 )
 QUANTILES = {"p50": 0.50, "p99": 0.99}
 
@@ -104,6 +109,23 @@ def futex_metrics(data: Mapping[str, Any], client: int) -> tuple[float, float]:
     return waits, wait_ns
 
 
+def gc_metrics(data: Mapping[str, Any], client: int) -> dict[str, Any]:
+    for process in data.get("processes") or []:
+        if process.get("pid") != client:
+            continue
+        p99 = hist_quantile(process.get("gc_stw_hist_log2_ns") or [], 0.99)
+        return {
+            "gc_cycles": process.get("cycles", 0),
+            "gc_pause_ns": {
+                "count": process.get("gc_stw_pauses", 0),
+                "total": process.get("gc_stw_total_ns", 0),
+                "max": process.get("gc_stw_max_ns", 0),
+                "p99": p99 if p99 is not None else 0,
+            },
+        }
+    return {}
+
+
 def per_op_metrics(
     result: Mapping[str, Any], outputs: Mapping[str, Mapping[str, Any]], client: int
 ) -> dict[str, Any]:
@@ -118,6 +140,8 @@ def per_op_metrics(
         waits, wait_ns = futex_metrics(outputs["futex"], client)
         metrics["futex_waits_per_op"] = waits / ops
         metrics["futex_wait_ns_per_op"] = wait_ns / ops
+    if "gc" in outputs:
+        metrics |= gc_metrics(outputs["gc"], client)
     return metrics
 
 

@@ -153,6 +153,7 @@ class Page:
         self.contents()
         self.findings()
         self.summary()
+        self.plots()
         self.failures()
         self.overhead()
         for cell in self.cells:
@@ -217,6 +218,7 @@ class Page:
             "<nav><h2>Contents</h2><ul>",
             '<li><a href="#findings">Findings</a></li>',
             '<li><a href="#summary">Summary tables</a></li>',
+            '<li><a href="#plots">Plots</a></li>',
             '<li><a href="#failures">Failures</a></li>',
         )
         if self.doc.get("probe_overhead"):
@@ -319,6 +321,30 @@ class Page:
         self.add("</table></div>")
 
     # -- failures and overhead ----------------------------------------------------------------
+
+    def plots(self) -> None:
+        """The run's plots (harness/plots.py), per scenario."""
+        self.add('<section id="plots"><h2>Plots</h2>')
+        shown = 0
+        for plot in self.doc.get("plots") or []:
+            href = data.run_file(self.run_dir, plot.get("path"))
+            if href is None:
+                self.add(f"<p>missing plot: {esc(plot.get('path'))}</p>")
+                continue
+            caption = f"{plot.get('scenario')}: {plot.get('kind')}"
+            self.add(
+                '<figure class="plot">',
+                f'<figcaption><b>{esc(caption)}</b> · <a href="{esc(href)}">open</a></figcaption>',
+                f'<img src="{esc(href)}" loading="lazy" alt="{esc(caption)}">',
+                "</figure>",
+            )
+            shown += 1
+        if not shown:
+            self.add(
+                "<p>No plots: the workload reports no wait-time histograms or "
+                "per-connection counts.</p>"
+            )
+        self.add("</section>")
 
     def failures(self) -> None:
         self.add('<section id="failures"><h2>Failures</h2>')

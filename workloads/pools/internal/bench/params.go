@@ -290,12 +290,19 @@ func Describe() map[string]any {
 	metric := func(name, unit, better string) map[string]any {
 		return map[string]any{"name": name, "unit": unit, "better": better}
 	}
+	// Headline metrics are the harness table's columns: the wait times of the source's tables.
+	headline := func(name string) map[string]any {
+		m := metric(name, "ns", "lower")
+		m["headline"] = true
+		return m
+	}
 	metrics := []map[string]any{
-		metric("wait_ns.avg", "ns", "lower"),
-		metric("wait_ns.p50", "ns", "lower"),
-		metric("wait_ns.p75", "ns", "lower"),
-		metric("wait_ns.p99", "ns", "lower"),
-		metric("wait_ns.max", "ns", "lower"),
+		headline("wait_ns.avg"),
+		headline("wait_ns.std"),
+		headline("wait_ns.p50"),
+		headline("wait_ns.p75"),
+		headline("wait_ns.p99"),
+		headline("wait_ns.max"),
 		metric("ops_per_sec", "ops/s", "higher"),
 		metric("ns_per_op", "ns", "lower"),
 		metric("connections_opened", "connections", "lower"),
