@@ -10,6 +10,7 @@ run.json `plots` lists them: {scenario, kind, path}.
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
 from harness.profiles.cells import slug
+from harness.results import write_atomic
 
 PER_CONN = (
     ("conn_requests", "requests"),
@@ -48,11 +50,11 @@ def per_conn(cell: Mapping[str, Any], key: str) -> list[float]:
 
 
 def _save(fig: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
-    tmp.replace(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, png.getvalue())
 
 
 def wait_cdf(scenario: str, cells: Sequence[Mapping[str, Any]], path: Path) -> bool:

@@ -49,18 +49,23 @@ def make_run_dir(out_dir: Path, commit: str | None) -> tuple[str, Path]:
     raise BadInput(f"cannot create a run directory in {out_dir}: too many runs named {base}")
 
 
-def write_json_atomic(path: Path, doc: Mapping[str, Any]) -> None:
-    """Readers see the old or the new document, never half of one."""
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Readers (the next repeat, a browser refreshing the report) see the old file or the new
+    one, never half of one. Text is written as UTF-8."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    raw = data.encode() if isinstance(data, str) else data
     try:
-        with tmp.open("w", encoding="utf-8") as f:
-            f.write(dumps(doc))
-            f.write("\n")
+        with tmp.open("wb") as f:
+            f.write(raw)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_json_atomic(path: Path, doc: Mapping[str, Any]) -> None:
+    write_atomic(path, dumps(doc) + "\n")
 
 
 def dumps(doc: Mapping[str, Any]) -> str:

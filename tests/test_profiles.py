@@ -238,3 +238,27 @@ def test_compare_two_real_runs(profile_env: dict[str, str]) -> None:
     done = run_harness(["compare", str(first), str(second), "--json"], profile_env)
     entries = json.loads(done.stdout)
     assert {e["metric"] for e in entries} >= {"ops_per_sec", "mutex_share"}
+
+
+def test_harness_probe_prints_the_folded_stacks(phases: Path, harness_env: dict[str, str]) -> None:
+    """`harness probe --probes oncpu`: the stacks inline in its JSON (no run directory)."""
+    require_oncpu()
+    target = subprocess.Popen(
+        [str(phases)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert target.stdin is not None and target.stdout is not None
+    try:
+        target.stdout.readline()
+        target.stdin.write("go\n")
+        target.stdin.flush()
+        args = ["probe", "--pid", str(target.pid), "--probes", "oncpu", "--duration-s", "1"]
+        done = run_harness([*args, "--json"], harness_env)
+    finally:
+        target.kill()
+        target.wait()
+    assert done.returncode == 0, done.stderr
+    oncpu = json.loads(done.stdout)["probes"]["oncpu"]
+    stacks = folded.parse("\n".join(oncpu["folded"]))
+    assert folded.total(stacks) == oncpu["samples"] > 50
+    assert oncpu["top_self"][0]["frame"] == "inside_window"
+    assert oncpu["mutex_share"] == 0.0

@@ -29,7 +29,7 @@ from harness.probes.process import ProbeProcess
 from harness.probes.spec import ProbeSpec
 from harness.profiles import folded, inferno
 from harness.profiles.settings import ProfileSettings
-from harness.results import write_json_atomic
+from harness.results import write_atomic, write_json_atomic
 from harness.workload import StopFlag
 
 ACK_TIMEOUT_S = 5.0
@@ -159,9 +159,7 @@ class OncpuProbe:
             raise inferno.InfernoError(f"perf script exited with {script.returncode}: {tail}")
         text = inferno.collapse_perf(script.stdout)
         stacks = folded.parse(text)
-        tmp = self.folded_path.with_name(f".{self.folded_path.name}.tmp")
-        tmp.write_text(folded.render(stacks))
-        tmp.replace(self.folded_path)
+        write_atomic(self.folded_path, folded.render(stacks))
         samples = folded.total(stacks)
         lost = sum(int(m[1]) for line in process.stderr_lines() for m in _LOST.finditer(line))
         return {

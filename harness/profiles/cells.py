@@ -25,6 +25,8 @@ from typing import Any
 from harness.describe import render as render_value
 from harness.profiles import folded, inferno
 from harness.profiles.settings import ProfileSettings
+from harness.results import write_atomic
+from harness.stats import params_key
 
 TOP = 10
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
@@ -111,9 +113,7 @@ class CellProfiler:
     def _write_folded(self, name: str, stacks: folded.Folded) -> str:
         path = self.run_dir / "folded" / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(folded.render(stacks))
-        tmp.replace(path)
+        write_atomic(path, folded.render(stacks))
         return str(path.relative_to(self.run_dir))
 
     def _svg(self, name: str, text: str, title: str, subtitle: str, **kw: str) -> str:
@@ -254,4 +254,4 @@ def build_profiles(run_dir: Path, doc: dict[str, Any], settings: ProfileSettings
 
 
 def _group(cell: Mapping[str, Any]) -> tuple[Any, str]:
-    return cell.get("scenario"), json.dumps(cell.get("params") or {}, sort_keys=True)
+    return cell.get("scenario"), params_key(cell.get("params"))

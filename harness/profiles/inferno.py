@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.paths import REPO_ROOT
+from harness.results import write_atomic
 
 TOOLS_BIN = REPO_ROOT / ".tools" / "bin"
 INSTALL_HINT = "make inferno"
@@ -89,7 +90,8 @@ def flamegraph(
         ],
         folded_text.encode(),
     )
-    _write(out, svg)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, svg)
 
 
 def diff_folded(baseline_text: str, candidate_text: str, workdir: Path) -> str:
@@ -105,10 +107,3 @@ def diff_folded(baseline_text: str, candidate_text: str, workdir: Path) -> str:
         base.unlink(missing_ok=True)
         cand.unlink(missing_ok=True)
     return out.decode(errors="replace")
-
-
-def _write(out: Path, data: bytes) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(out)

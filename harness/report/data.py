@@ -5,7 +5,6 @@ the data. Everything here is pure except the reads of files inside the run direc
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -65,16 +64,6 @@ def load_run(run_dir: Path) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise BadInput(f"{path} is not a run.json: a JSON object was expected")
     return doc
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Readers (a browser refreshing the report) see the old or the new file, never half."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def label(metric: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.report import data
 from harness.report.data import Code, Finding, Flame, Labeller
+from harness.results import write_atomic
 from harness.stats import CONFIDENCE
 from harness.tables import (
     DASH,
@@ -691,5 +692,5 @@ def write_report(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     doc = data.load_run(run_dir)
     path = run_dir / "report.html"
-    data.write_text_atomic(path, render(doc, run_dir))
+    write_atomic(path, render(doc, run_dir))
     return path

@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.report import data
 from harness.report.data import Code, Finding, Labeller
+from harness.results import write_atomic
 from harness.tables import DASH, cell_summary, param_text, ratio_metric, varying_params
 
 # Figures next to the headline metric, when some cell of the scenario has them.
@@ -199,5 +200,5 @@ def write_summary(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     doc = data.load_run(run_dir)
     path = run_dir / "summary.md"
-    data.write_text_atomic(path, render(doc, run_dir))
+    write_atomic(path, render(doc, run_dir))
     return path
