@@ -282,7 +282,7 @@ static void inspect_target(struct target *t)
 			    strerror(errno));
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx))
-		unavailable("not a Go binary: %s (pid %d) is not an ELF file", t->exe, t->pid);
+		unavailable("not a Go binary: %s is not an ELF file", t->exe);
 
 	has_symtab = find_symbols(elf, syms);
 	stop = syms[SYM_I_STOP].addr;
@@ -291,25 +291,25 @@ static void inspect_target(struct target *t)
 		find_section(elf, shstrndx, ".gopclntab", &shdr) ||
 		find_section(elf, shstrndx, ".note.go.buildid", &shdr);
 	if (!is_go)
-		unavailable("not a Go binary: %s (pid %d) has no Go runtime (no %s, no "
+		unavailable("not a Go binary: %s has no Go runtime (no %s, no "
 			    ".go.buildinfo section)",
-			    t->exe, t->pid, SYM_STOP);
+			    t->exe, SYM_STOP);
 	if (!has_symtab)
-		unavailable("no symbols: %s (pid %d) is a stripped Go binary (no .symtab; "
+		unavailable("no symbols: %s is a stripped Go binary (no .symtab; "
 			    "built with -ldflags=-s?)",
-			    t->exe, t->pid);
+			    t->exe);
 	if (!stop || !start)
-		unavailable("no symbols: %s (pid %d) has no %s in .symtab", t->exe, t->pid,
+		unavailable("no symbols: %s has no %s in .symtab", t->exe,
 			    stop ? SYM_START : SYM_STOP);
 	read_go_version(elf, shstrndx, t);
 	if (sscanf(t->go_version, "go1.%d", &minor) == 1 && minor < MIN_GO_MINOR)
-		unavailable("%s (pid %d) is built with %s; needs go1.%d+ (stwReason argument)",
-			    t->exe, t->pid, t->go_version, MIN_GO_MINOR);
+		unavailable("%s is built with %s; needs go1.%d+ (stwReason argument)",
+			    t->exe, t->go_version, MIN_GO_MINOR);
 	if (!vaddr_to_offset(elf, stop, &t->stop_off) ||
 	    !vaddr_to_offset(elf, start, &t->start_off))
-		unavailable("no symbols: %s (pid %d): the runtime functions are outside its "
+		unavailable("no symbols: %s: the runtime functions are outside its "
 			    "loadable segments",
-			    t->exe, t->pid);
+			    t->exe);
 	now_site = find_now_site(elf, &syms[SYM_I_START], &syms[SYM_I_NANOTIME]);
 	if (now_site && !vaddr_to_offset(elf, now_site, &t->now_off))
 		t->now_off = 0;

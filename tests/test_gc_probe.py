@@ -312,6 +312,9 @@ def test_non_go_target_is_unavailable(gc_tool: Path, reap: list[LineProcess]) ->
     run = unavailable_run(gc_tool, sleeper.pid)
     assert run.stderr.startswith("unavailable: not a Go binary: "), run.stderr
     assert "sleep" in run.stderr
+    # The reason is the executable's, not the process's: every repeat of a cell (and every
+    # cell of a run) gives the same line, which the summary then prints once.
+    assert str(sleeper.pid) not in run.stderr
 
 
 def bpf_ids(kind: str) -> set[int]:
