@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import select
 import shutil
 import signal
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bpftool import bpf_ids, held_ids, prog_count
 
 ROOT = Path(__file__).resolve().parent.parent
 BPF_DIR = ROOT / "bpf"
@@ -564,41 +564,6 @@ def test_sched_no_loss_at_high_rate(
     report_rate(record_property, "sched", switches, elapsed_ns)
 
 
-def bpf_ids(kind: str) -> set[int]:
-    """Ids of every BPF program or link loaded on the system."""
-    listing = subprocess.run(
-        ["bpftool", "-j", kind, "show"], capture_output=True, text=True, check=True
-    )
-    return {entry["id"] for entry in json.loads(listing.stdout or "[]")}
-
-
-def our_prog_count() -> int:
-    listing = subprocess.run(
-        ["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True
-    )
-    return sum(
-        1
-        for entry in json.loads(listing.stdout or "[]")
-        if entry.get("name", "").startswith(PROG_PREFIXES)
-    )
-
-
-def held_ids(pid: int) -> tuple[set[int], set[int]]:
-    """The BPF programs and links a process holds, from its fds' fdinfo."""
-    progs: set[int] = set()
-    links: set[int] = set()
-    for info in Path(f"/proc/{pid}/fdinfo").iterdir():
-        try:
-            text = info.read_text()
-        except OSError:
-            continue
-        if match := re.search(r"^link_id:\s+(\d+)", text, re.M):
-            links.add(int(match.group(1)))
-        elif match := re.search(r"^prog_id:\s+(\d+)", text, re.M):
-            progs.add(int(match.group(1)))
-    return progs, links
-
-
 @pytest.mark.parametrize(
     "scenario", ["sched-sigterm", "sched-duration", "futex-sigint", "futex-target-crashed"]
 )
@@ -610,7 +575,7 @@ def test_nothing_stays_loaded(
     scenario: str,
 ) -> None:
     tool = scenario.split("-")[0]
-    ours_before = our_prog_count()
+    ours_before = prog_count(PROG_PREFIXES)
     target = Target(fixtures["locks"])
     reap.append(target)
     extra = ("--now", "--duration-s", "0.5") if scenario == "sched-duration" else ("--now",)
@@ -635,13 +600,15 @@ def test_nothing_stays_loaded(
     # The kernel frees a released link and its program after an RCU grace period.
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (
-        progs & bpf_ids("prog") or links & bpf_ids("link") or our_prog_count() > ours_before
+        progs & bpf_ids("prog")
+        or links & bpf_ids("link")
+        or prog_count(PROG_PREFIXES) > ours_before
     ):
         time.sleep(0.05)
     assert not progs & bpf_ids("prog")
     assert not links & bpf_ids("link")
     # (Fewer than before when the previous test's programs were still being freed.)
-    assert our_prog_count() <= ours_before
+    assert prog_count(PROG_PREFIXES) <= ours_before
     if scenario == "futex-target-crashed":
         # Symbolized from the maps read while the target lived.
         assert any(has_fixture_frames(line.rsplit(" ", 1)[0]) for line in run.result["folded"])

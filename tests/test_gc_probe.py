@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import re
 import select
 import shutil
 import signal
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
+from bpftool import bpf_ids, held_ids, prog_count
 
 ROOT = Path(__file__).resolve().parent.parent
 BPF_DIR = ROOT / "bpf"
@@ -317,38 +317,6 @@ def test_non_go_target_is_unavailable(gc_tool: Path, reap: list[LineProcess]) ->
     assert str(sleeper.pid) not in run.stderr
 
 
-def bpf_ids(kind: str) -> set[int]:
-    """Ids of every BPF program or link loaded on the system."""
-    listing = subprocess.run(
-        ["bpftool", "-j", kind, "show"], capture_output=True, text=True, check=True
-    )
-    return {entry["id"] for entry in json.loads(listing.stdout or "[]")}
-
-
-def our_prog_count() -> int:
-    listing = subprocess.run(
-        ["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True
-    )
-    return sum(
-        1
-        for entry in json.loads(listing.stdout or "[]")
-        if entry.get("name", "").startswith(PROG_PREFIX)
-    )
-
-
-def held_prog_ids(pid: int) -> set[int]:
-    """The BPF programs a process holds, from its fds' fdinfo."""
-    progs: set[int] = set()
-    for info in Path(f"/proc/{pid}/fdinfo").iterdir():
-        try:
-            text = info.read_text()
-        except OSError:
-            continue
-        if match := re.search(r"^prog_id:\s+(\d+)", text, re.M):
-            progs.add(int(match.group(1)))
-    return progs
-
-
 @pytest.mark.parametrize("scenario", ["sigterm", "duration", "target-killed"])
 def test_nothing_stays_loaded(
     gc_tool: Path,
@@ -359,16 +327,16 @@ def test_nothing_stays_loaded(
 ) -> None:
     if shutil.which("bpftool") is None:
         pytest.skip("bpftool missing")
-    ours_before = our_prog_count()
+    ours_before = prog_count(PROG_PREFIX)
     target = GoTarget(gcprog["plain"])
     reap.append(target)
     extra = ("--now", "--duration-s", "2") if scenario == "duration" else ("--now",)
     collector = GcCollector([target.pid], tmp_path / "gc.json", *extra)
     reap.append(collector)
-    progs = held_prog_ids(collector.pid)
+    progs, _ = held_ids(collector.pid)
     assert progs, "the collector holds no BPF program"
     assert progs <= bpf_ids("prog")
-    assert our_prog_count() >= ours_before + len(progs)
+    assert prog_count(PROG_PREFIX) >= ours_before + len(progs)
 
     truth = target.phase()
     if scenario == "target-killed":
@@ -379,11 +347,11 @@ def test_nothing_stays_loaded(
     # The kernel frees released programs after an RCU grace period.
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (
-        progs & bpf_ids("prog") or our_prog_count() > ours_before
+        progs & bpf_ids("prog") or prog_count(PROG_PREFIX) > ours_before
     ):
         time.sleep(0.05)
     assert not progs & bpf_ids("prog")
-    assert our_prog_count() <= ours_before
+    assert prog_count(PROG_PREFIX) <= ours_before
 
 
 @pytest.mark.parametrize(
