@@ -110,11 +110,16 @@ class CellProfiler:
         self.suite = suite
         self.settings = settings
 
-    def _write_folded(self, name: str, stacks: folded.Folded) -> str:
-        path = self.run_dir / "folded" / name
+    def _graph(
+        self, name: str, stacks: folded.Folded, title: str, subtitle: str, **kw: str
+    ) -> tuple[str, str]:
+        """folded/<name>.folded and flame/<name>.svg of the stacks: their relative paths."""
+        text = folded.render(stacks)
+        path = self.run_dir / "folded" / f"{name}.folded"
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, folded.render(stacks))
-        return str(path.relative_to(self.run_dir))
+        write_atomic(path, text)
+        svg = self._svg(f"{name}.svg", text, title, subtitle, **kw)
+        return str(path.relative_to(self.run_dir)), svg
 
     def _svg(self, name: str, text: str, title: str, subtitle: str, **kw: str) -> str:
         path = self.run_dir / "flame" / name
@@ -136,10 +141,9 @@ class CellProfiler:
         if stacks.oncpu:
             samples = folded.total(stacks.oncpu)
             hz = f" at {stacks.frequency_hz} Hz" if stacks.frequency_hz else ""
-            out["folded"] = self._write_folded(f"{name}.oncpu.folded", stacks.oncpu)
-            out["svg"] = self._svg(
-                f"{name}.oncpu.svg",
-                folded.render(stacks.oncpu),
+            out["folded"], out["svg"] = self._graph(
+                f"{name}.oncpu",
+                stacks.oncpu,
                 f"{self.suite}: {strategy}, on-CPU",
                 f"{where}; {samples} samples{hz}, {repeats} repeat(s)",
                 colors="hot",
@@ -155,10 +159,9 @@ class CellProfiler:
             notes.append(_missing(cell, "oncpu", "no on-CPU profile"))
         if stacks.offcpu:
             blocked = folded.total(stacks.offcpu)
-            out["offcpu_folded"] = self._write_folded(f"{name}.offcpu.folded", stacks.offcpu)
-            out["offcpu_svg"] = self._svg(
-                f"{name}.offcpu.svg",
-                folded.render(stacks.offcpu),
+            out["offcpu_folded"], out["offcpu_svg"] = self._graph(
+                f"{name}.offcpu",
+                stacks.offcpu,
                 f"{self.suite}: {strategy}, off-CPU in futex waits",
                 f"{where}; {blocked / 1e6:.1f} ms blocked, weighted by ns",
                 countname="ns",
@@ -169,10 +172,9 @@ class CellProfiler:
             notes.append(_missing(cell, "futex", "no off-CPU graph"))
         if stacks.wakeups:
             count = folded.total(stacks.wakeups)
-            out["wakeup_folded"] = self._write_folded(f"{name}.wakeups.folded", stacks.wakeups)
-            out["wakeup_svg"] = self._svg(
-                f"{name}.wakeups.svg",
-                folded.render(stacks.wakeups),
+            out["wakeup_folded"], out["wakeup_svg"] = self._graph(
+                f"{name}.wakeups",
+                stacks.wakeups,
                 f"{self.suite}: {strategy}, wake-ups (waker -> wakee)",
                 f"{where}; {count} wake-ups of the workload's threads",
                 countname="wakeups",
