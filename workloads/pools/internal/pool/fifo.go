@@ -53,10 +53,7 @@ func newFifo(cfg Config) *fifoPool {
 	for range cfg.Capacity {
 		p.resources <- fifoSlot{}
 	}
-	if cfg.IdleTimeout > 0 {
-		p.workers.Add(1)
-		go p.idleWorker(max(cfg.IdleTimeout/10, time.Millisecond))
-	}
+	startIdleWorker(&p.workers, p.stop, cfg.IdleTimeout, p.closeIdle)
 	return p
 }
 
@@ -169,23 +166,9 @@ func (p *fifoPool) setCapacity(ctx context.Context, n int) error {
 	return nil
 }
 
-// idleWorker closes connections idle for longer than the timeout, as the old pool's
+// closeIdle closes connections idle for longer than the timeout, as the old pool's
 // closeIdleResources: it cycles through the available slots and gives an expired
 // connection's slot back empty.
-func (p *fifoPool) idleWorker(every time.Duration) {
-	defer p.workers.Done()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-tick.C:
-		}
-		p.closeIdle()
-	}
-}
-
 func (p *fifoPool) closeIdle() {
 	available := len(p.resources) + len(p.settingResources)
 	for range available {

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -94,4 +95,27 @@ func applySetting(ctx context.Context, c *Conn, setting *Setting) {
 	if setting != nil {
 		c.Apply(ctx, setting)
 	}
+}
+
+// startIdleWorker runs closeIdle every idleTimeout/10 (at least 1 ms) until stop is
+// closed: every pool's idle-connection reaper. No worker without an idle timeout.
+func startIdleWorker(workers *sync.WaitGroup, stop <-chan struct{}, idleTimeout time.Duration,
+	closeIdle func()) {
+	if idleTimeout <= 0 {
+		return
+	}
+	workers.Add(1)
+	go func() {
+		defer workers.Done()
+		tick := time.NewTicker(max(idleTimeout/10, time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			closeIdle()
+		}
+	}()
 }

@@ -67,10 +67,7 @@ func newPuddle(cfg Config) (*puddlePool, error) {
 	if err := a.SetCapacity(context.Background(), cfg.Capacity); err != nil {
 		return nil, err
 	}
-	if cfg.IdleTimeout > 0 {
-		a.workers.Add(1)
-		go a.idleWorker(max(cfg.IdleTimeout/10, time.Millisecond))
-	}
+	startIdleWorker(&a.workers, a.stop, cfg.IdleTimeout, a.closeIdle)
 	return a, nil
 }
 
@@ -141,20 +138,6 @@ func (a *puddlePool) SetCapacity(ctx context.Context, n int) error {
 		a.capacity.Add(1)
 	}
 	return nil
-}
-
-func (a *puddlePool) idleWorker(every time.Duration) {
-	defer a.workers.Done()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-a.stop:
-			return
-		case <-tick.C:
-		}
-		a.closeIdle()
-	}
 }
 
 func (a *puddlePool) closeIdle() {

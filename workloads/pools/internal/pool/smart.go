@@ -63,10 +63,7 @@ func newSmart(cfg Config) *smartPool {
 	}
 	p.wait.init()
 	p.capacity.Store(int64(cfg.Capacity))
-	if cfg.IdleTimeout > 0 {
-		p.workers.Add(1)
-		go p.idleWorker(max(cfg.IdleTimeout/10, time.Millisecond))
-	}
+	startIdleWorker(&p.workers, p.stop, cfg.IdleTimeout, p.closeIdle)
 	return p
 }
 
@@ -329,22 +326,8 @@ func (p *smartPool) setCapacity(ctx context.Context, n int) error {
 	}
 }
 
-// idleWorker closes connections idle for longer than the timeout. It walks the stacks
+// closeIdle closes connections idle for longer than the timeout. It walks the stacks
 // without popping and marks expired nodes in place; a Get that pops one drops it.
-func (p *smartPool) idleWorker(every time.Duration) {
-	defer p.workers.Done()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-tick.C:
-		}
-		p.closeIdle()
-	}
-}
-
 func (p *smartPool) closeIdle() {
 	now, timeout := mono(), int64(p.idleTimeout)
 	limit := p.slab.size() + 1
