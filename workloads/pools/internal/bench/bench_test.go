@@ -112,6 +112,8 @@ func TestBadInput(t *testing.T) {
 			[]string{"'settings'", "weights"}},
 		{[]string{"run", "--strategy", "smart-lifo", "--param", "pacing=fast", "--duration-s", "1"},
 			[]string{"'pacing'", "absolute, sleep"}},
+		{[]string{"run", "--strategy", "smart-lifo", "--param", "handoff=lifo", "--duration-s", "1"},
+			[]string{"'handoff'", "vitess, prefer-clean"}},
 		{[]string{"run", "--strategy", "smart-lifo", "--duration-s", "0"},
 			[]string{"--duration-s"}},
 		{[]string{"run", "--strategy", "smart-lifo", "--duration-s", "1", "--warmup-s", "-1"},

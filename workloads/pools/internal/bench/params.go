@@ -53,6 +53,8 @@ func specs() []spec {
 			Help: "seed of the trace (the same trace for every strategy) and of closed-loop setting draws"},
 		{Name: "pacing", Type: "choice", Default: "absolute", Choices: []string{"absolute", "sleep"},
 			Help: "trace: absolute = launch each request at its arrival time; sleep = sleep each inter-arrival gap in turn (the source's replay, which drifts late by the sleep overshoot)"},
+		{Name: "handoff", Type: "choice", Default: "vitess", Choices: []string{"vitess", "prefer-clean"},
+			Help: "smart-lifo: the waiter a returned connection goes to. vitess = v0.22.1's code: the front-most waiter wanting its setting or skipped more than 8 times, else the front; prefer-clean = PR #14034's description: else the front-most waiter wanting a clean connection, else the front"},
 		{Name: "timeout_ms", Type: "int", Default: int64(0), Min: 0, Max: 3_600_000,
 			Help: "deadline of each Get; 0 = wait forever (the source)"},
 		{Name: "idle_timeout_ms", Type: "int", Default: int64(0), Min: 0, Max: 3_600_000,
@@ -112,6 +114,7 @@ type Params struct {
 	TraceDuration float64
 	Seed          uint64
 	Pacing        string
+	HandOff       pool.HandOff
 	TimeoutMS     int64
 	IdleTimeoutMS int64
 	IdleConns     int
@@ -242,6 +245,9 @@ func resolve(sc scenario, overrides []string) (*Params, error) {
 	p.Weights, _ = trace.ParseWeights(s("settings"))
 	p.Capacity, p.TraceDuration, p.Seed = int(i("capacity")), f("trace_duration_s"), uint64(i("seed"))
 	p.Pacing, p.TimeoutMS, p.IdleTimeoutMS = s("pacing"), i("timeout_ms"), i("idle_timeout_ms")
+	if s("handoff") == "prefer-clean" {
+		p.HandOff = pool.HandOffPreferClean
+	}
 	p.IdleConns, p.Goroutines = int(i("idle_conns")), int(i("goroutines"))
 	p.HoldUS, p.AllocBytes = i("hold_us"), int(i("alloc_bytes"))
 	if p.IdleConns > p.Capacity {

@@ -216,6 +216,7 @@ func execute(pl *plan, stdin io.Reader, emit func(map[string]any)) (*outcome, er
 	pl0, err := pool.New(pl.strategy, pool.Config{
 		Capacity:    p.Capacity,
 		IdleTimeout: time.Duration(p.IdleTimeoutMS) * time.Millisecond,
+		HandOff:     p.HandOff,
 		Tracker:     tracker,
 	})
 	if err != nil {

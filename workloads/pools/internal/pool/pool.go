@@ -10,9 +10,10 @@ import (
 // Pool is what every strategy implements.
 //
 // Get returns a connection with setting applied (nil = a clean connection), blocking until
-// one is available or ctx ends (ErrTimeout) or the pool closes (ErrClosed). Every
-// connection Get returns goes back exactly once, through Put (recycled) or Taint (closed,
-// never handed out again; its capacity slot is freed).
+// one is available or ctx ends (ErrTimeout; smart-lifo, as vitess, notices it within
+// 100 ms) or the pool closes (ErrClosed). Every connection Get returns goes back exactly
+// once, through Put (recycled) or Taint (closed, never handed out again; its capacity
+// slot goes to a new connection).
 type Pool interface {
 	Get(ctx context.Context, setting *Setting) (*Conn, error)
 	Put(c *Conn)
@@ -44,9 +45,23 @@ type Config struct {
 	// IdleTimeout closes connections idle for longer (0 = never); checked every
 	// IdleTimeout/10.
 	IdleTimeout time.Duration
+	// HandOff is smart-lifo's choice of the waiter a returned connection goes to.
+	HandOff HandOff
 	// Tracker opens the connections.
 	Tracker *Tracker
 }
+
+// HandOff names a rule for choosing the waiter that gets a returned connection.
+type HandOff int
+
+const (
+	// HandOffVitess is vitess v0.22.1's code: the front-most waiter that wants the
+	// connection's setting or was skipped more than maxAge times, else the front.
+	HandOffVitess HandOff = iota
+	// HandOffPreferClean is PR #14034's description: as HandOffVitess, but with no such
+	// waiter the front-most one wanting a clean connection comes before the front.
+	HandOffPreferClean
+)
 
 // CloseTimeout is how long Close waits for lent-out connections.
 var CloseTimeout = 10 * time.Second
@@ -56,7 +71,8 @@ var Strategies = []struct{ Name, Help string }{
 	{"fifo-channel", "old vitess ResourcePool: one buffered channel (FIFO) for clean and one for all " +
 		"setting connections; a different setting costs reset + apply"},
 	{"smart-lifo", "vitess smartconnpool (PR #14034): ABA-safe Treiber stacks, 1 clean + 8 setting " +
-		"stacks by interned setting bucket, FIFO waitlist with direct hand-off preferring the same setting"},
+		"stacks by interned setting bucket, FIFO waitlist with direct hand-off preferring the same setting, " +
+		"a 100 ms worker rescuing starving waiters"},
 	{"puddle", "github.com/jackc/puddle/v2 (pgx's pool): mutex + FIFO semaphore + generational idle " +
 		"stack; a different setting costs reset + apply"},
 }
@@ -97,17 +113,13 @@ func applySetting(ctx context.Context, c *Conn, setting *Setting) {
 	}
 }
 
-// startIdleWorker runs closeIdle every idleTimeout/10 (at least 1 ms) until stop is
-// closed: every pool's idle-connection reaper. No worker without an idle timeout.
-func startIdleWorker(workers *sync.WaitGroup, stop <-chan struct{}, idleTimeout time.Duration,
-	closeIdle func()) {
-	if idleTimeout <= 0 {
-		return
-	}
+// runWorker calls work every interval until stop is closed: the pools' background
+// workers (vitess's runWorker).
+func runWorker(workers *sync.WaitGroup, stop <-chan struct{}, interval time.Duration, work func()) {
 	workers.Add(1)
 	go func() {
 		defer workers.Done()
-		tick := time.NewTicker(max(idleTimeout/10, time.Millisecond))
+		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
 			select {
@@ -115,7 +127,16 @@ func startIdleWorker(workers *sync.WaitGroup, stop <-chan struct{}, idleTimeout 
 				return
 			case <-tick.C:
 			}
-			closeIdle()
+			work()
 		}
 	}()
+}
+
+// startIdleWorker runs closeIdle every idleTimeout/10 (at least 1 ms): every pool's
+// idle-connection reaper. No worker without an idle timeout.
+func startIdleWorker(workers *sync.WaitGroup, stop <-chan struct{}, idleTimeout time.Duration,
+	closeIdle func()) {
+	if idleTimeout > 0 {
+		runWorker(workers, stop, max(idleTimeout/10, time.Millisecond), closeIdle)
+	}
 }

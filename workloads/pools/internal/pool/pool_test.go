@@ -129,7 +129,7 @@ func TestStressExclusiveWithinCapacity(t *testing.T) {
 	})
 }
 
-// Waiters either get a connection or time out at their deadline; none is stranded.
+// Waiters either get a connection or time out once past their deadline; none is stranded.
 func TestWaitersServedOrTimedOut(t *testing.T) {
 	forEach(t, func(t *testing.T, strategy string) {
 		before := runtime.NumGoroutine()
@@ -362,39 +362,48 @@ func TestSettingCosts(t *testing.T) {
 	})
 }
 
-// smart-lifo hands a returned connection to the first waiter wanting its setting, else
-// the first wanting a clean one, else the front.
+// Through the pool: a returned connection goes to the waiter wanting its setting; with
+// none, to the front (vitess) or to the first wanting a clean one (prefer-clean).
 func TestSmartHandOffOrder(t *testing.T) {
-	p, _ := newPool(t, "smart-lifo", Config{Capacity: 1})
-	defer p.Close()
-	sp := p.(*smartPool)
-	ctx := context.Background()
-	s := settingsFor(3)
-	a, b := s[1], s[2]
-	c, _ := p.Get(ctx, a)
-	order := make(chan string, 3)
-	start := func(name string, want *Setting) {
-		n := sp.wait.len()
-		go func() {
-			c, err := p.Get(ctx, want)
-			if err != nil {
-				t.Error(err)
-				return
+	for _, tc := range []struct {
+		name string
+		rule HandOff
+		want []string
+	}{
+		{"vitess", HandOffVitess, []string{"wants-a", "wants-b", "wants-clean"}},
+		{"prefer-clean", HandOffPreferClean, []string{"wants-a", "wants-clean", "wants-b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := newPool(t, "smart-lifo", Config{Capacity: 1, HandOff: tc.rule})
+			defer p.Close()
+			sp := p.(*smartPool)
+			ctx := context.Background()
+			s := settingsFor(3)
+			a, b := s[1], s[2]
+			c, _ := p.Get(ctx, a)
+			order := make(chan string, 3)
+			start := func(name string, want *Setting) {
+				n := sp.wait.len()
+				go func() {
+					c, err := p.Get(ctx, want)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					order <- name
+					p.Put(c)
+				}()
+				eventually(t, name+" queued", func() bool { return sp.wait.len() == n+1 })
 			}
-			order <- name
-			time.Sleep(5 * time.Millisecond)
+			start("wants-b", b)
+			start("wants-clean", nil)
+			start("wants-a", a)
 			p.Put(c)
-		}()
-		eventually(t, name+" queued", func() bool { return sp.wait.len() == n+1 })
-	}
-	start("wants-b", b)
-	start("wants-clean", nil)
-	start("wants-a", a)
-	p.Put(c)
-	got := []string{<-order, <-order, <-order}
-	want := []string{"wants-a", "wants-clean", "wants-b"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("served %v, want %v", got, want)
+			got := []string{<-order, <-order, <-order}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("served %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

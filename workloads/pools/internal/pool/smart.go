@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,17 +12,17 @@ import (
 // stackMask is the number of setting stacks minus one (8 stacks, as vitess hard-codes).
 const stackMask = 7
 
-// maxAge is how many hand-offs may skip a waiter before it is served regardless of the
-// setting it wants (vitess found 8 empirically).
-const maxAge = 8
+// rescueInterval is the period of vitess's waitlist worker.
+const rescueInterval = 100 * time.Millisecond
 
 var monoStart = time.Now()
 
 func mono() int64 { return int64(time.Since(monoStart)) }
 
-// smartPool is vitess's smartconnpool (PR #14034): one lock-free stack of clean
-// connections, 8 stacks of connections with a setting (chosen by the interned setting's
-// bucket), and a FIFO waitlist to which returned connections are handed directly.
+// smartPool is vitess's smartconnpool (PR #14034, as in v0.22.1): one lock-free stack of
+// clean connections, 8 stacks of connections with a setting (chosen by the interned
+// setting's bucket), a FIFO waitlist to which returned connections are handed directly,
+// and a worker that every 100 ms expires waiters and rescues starving ones.
 type smartPool struct {
 	slab     slab
 	clean    stack
@@ -61,8 +60,9 @@ func newSmart(cfg Config) *smartPool {
 	for i := range p.settings {
 		p.settings[i].slab = &p.slab
 	}
-	p.wait.init()
+	p.wait.init(cfg.HandOff)
 	p.capacity.Store(int64(cfg.Capacity))
+	runWorker(&p.workers, p.stop, rescueInterval, p.rescue)
 	startIdleWorker(&p.workers, p.stop, cfg.IdleTimeout, p.closeIdle)
 	return p
 }
@@ -121,7 +121,8 @@ func (p *smartPool) lookup(setting *Setting) *node {
 		return p.popSettings(p.fresh.Load())
 	}
 	// The setting's own stack (almost surely the same setting); else a clean connection
-	// (one apply); else a new one; else the other setting stacks (reset + apply).
+	// (one apply); else a new one; else the setting stacks from its own on (another
+	// setting costs reset + apply).
 	b := setting.Bucket()
 	if n := p.pop(&p.settings[b]); n != nil {
 		return n
@@ -132,7 +133,7 @@ func (p *smartPool) lookup(setting *Setting) *node {
 	if n := p.getNew(); n != nil {
 		return n
 	}
-	return p.popSettings(b + 1)
+	return p.popSettings(b)
 }
 
 func (p *smartPool) Get(ctx context.Context, setting *Setting) (*Conn, error) {
@@ -155,43 +156,31 @@ func (p *smartPool) Get(ctx context.Context, setting *Setting) (*Conn, error) {
 	return c, nil
 }
 
-// waitFor queues a waiter and blocks until a connection is handed to it.
+// waitFor queues a waiter and blocks until a connection is handed to it. As in vitess,
+// it does not watch ctx: the rescue worker wakes it once ctx has ended. It does not look
+// at the stacks again either: a connection pushed between its lookup and its queueing
+// waits there for the rescue worker.
 func (p *smartPool) waitFor(ctx context.Context, setting *Setting) (*node, error) {
 	p.waits.Add(1)
-	w := p.wait.enqueue(setting)
+	w := p.wait.enqueue(ctx, setting)
 	defer p.wait.recycle(w)
-	// A connection may have been pushed after our lookup and before we were queued, by a
-	// returner that saw no waiter: look once more now that we are visible (the returner
-	// looks for waiters again after its push, so one of the two sees the other).
-	if n := p.lookup(setting); n != nil {
-		if p.wait.remove(w) {
-			return n, nil
-		}
-		// Someone is handing us a connection already: return this one.
-		p.release(n)
-		return p.received(<-w.ch)
-	}
+	var n *node
 	select {
-	case n := <-w.ch:
-		return p.received(n)
-	case <-ctx.Done():
-		if p.wait.remove(w) {
-			return nil, ErrTimeout
-		}
-		return p.received(<-w.ch)
+	case n = <-w.ch:
 	case <-p.done:
+		// Queued after Close's last sweep of the waitlist.
 		if p.wait.remove(w) {
 			return nil, ErrClosed
 		}
-		return p.received(<-w.ch)
+		n = <-w.ch
 	}
-}
-
-func (p *smartPool) received(n *node) (*node, error) {
-	if n == nil {
-		return nil, ErrClosed // woken by Close
+	switch {
+	case n != nil:
+		return n, nil
+	case ctx.Err() != nil:
+		return nil, ErrTimeout
 	}
-	return n, nil
+	return nil, ErrClosed // woken by Close
 }
 
 func (p *smartPool) Put(c *Conn) {
@@ -226,23 +215,13 @@ func (p *smartPool) closeNode(n *node) {
 }
 
 // release returns a node that is not in any stack: straight to a waiter if there is
-// one, else onto its stack.
-func (p *smartPool) release(n *node) {
+// one, else onto its stack. It reports whether a waiter got it.
+func (p *smartPool) release(n *node) bool {
 	if p.wait.handOff(n) {
-		return
+		return true
 	}
 	p.push(n)
-	// A waiter that queued after our hand-off check and missed our push in its own
-	// re-check is served here.
-	for p.wait.len() > 0 {
-		m := p.popAny()
-		if m == nil {
-			return
-		}
-		if !p.wait.handOff(m) {
-			p.push(m)
-		}
-	}
+	return false
 }
 
 func (p *smartPool) push(n *node) {
@@ -257,23 +236,48 @@ func (p *smartPool) push(n *node) {
 	p.fresh.Store(b)
 }
 
-func (p *smartPool) popAny() *node {
-	if n := p.pop(&p.clean); n != nil {
-		return n
+// rescue is vitess's waitlist worker: it wakes the waiters whose context has ended, and
+// for each waiter never skipped it hands over an idle connection, if any. A returner
+// that found no waiter and pushed, racing a Get that found no connection and queued,
+// leaves both idle; this is what serves that waiter.
+func (p *smartPool) rescue() {
+	for n := p.wait.expire(false); n > 0 && p.returnAny(); n-- {
 	}
-	return p.popSettings(0)
 }
 
+// returnAny pops an idle connection (clean stack first, then the setting stacks in
+// order) and releases it again; true if a waiter got it.
+func (p *smartPool) returnAny() bool {
+	n := p.pop(&p.clean)
+	if n == nil {
+		n = p.popSettings(0)
+	}
+	return n != nil && p.release(n)
+}
+
+// Taint closes c and, as vitess's put(nil), opens a new connection in its place and
+// returns that one, so a waiter is served as by a Put.
 func (p *smartPool) Taint(c *Conn) {
 	n := p.slab.get(c.slot)
 	p.borrowed.Add(-1)
-	// Close before freeing the capacity slot, so that a new connection never overlaps it.
-	p.closeNode(n)
-	p.active.Add(-1)
-	// The freed slot may serve a waiter with a new connection.
-	p.serveWaitersWithNew()
+	if p.overCapacity() {
+		p.closeNode(n)
+		return
+	}
+	p.reopen(n)
+	p.release(n)
 }
 
+// reopen replaces n's connection with a new, clean one, as vitess's connReopen; the old
+// one is closed first so that the two never count against the capacity together.
+func (p *smartPool) reopen(n *node) {
+	n.conn.Load().Close()
+	c := p.tracker.Open()
+	c.slot = n.idx
+	n.conn.Store(c)
+}
+
+// serveWaitersWithNew opens connections for the waiters after the capacity grew.
 func (p *smartPool) serveWaitersWithNew() {
 	for p.wait.len() > 0 && !p.closed.Load() {
 		n := p.getNew()
@@ -304,7 +308,7 @@ func (p *smartPool) setCapacity(ctx context.Context, n int) error {
 	}
 	for {
 		if newcap == 0 {
-			p.wait.expireAll()
+			p.wait.expire(true)
 		}
 		if !p.overCapacity() {
 			return nil
@@ -364,128 +368,4 @@ func (p *smartPool) Close() {
 func (p *smartPool) Stats() Stats {
 	return Stats{Active: p.active.Load(), InUse: p.borrowed.Load(), Waits: p.waits.Load(),
 		IdleClosed: p.idle.Load()}
-}
-
-// waiter is a Get blocked on the waitlist.
-type waiter struct {
-	setting    *Setting
-	ch         chan *node // buffered: a hand-off never blocks
-	age        int
-	prev, next *waiter
-	listed     bool
-}
-
-// waitlist is a FIFO of waiters, a doubly linked list under one mutex (waiting is
-// dominated by the backend's response times, so the lock is not contended).
-type waitlist struct {
-	mu         sync.Mutex
-	head, tail *waiter
-	n          atomic.Int64
-	free       sync.Pool
-}
-
-func (wl *waitlist) init() {
-	wl.free.New = func() any { return &waiter{ch: make(chan *node, 1)} }
-}
-
-func (wl *waitlist) len() int64 { return wl.n.Load() }
-
-func (wl *waitlist) enqueue(setting *Setting) *waiter {
-	w := wl.free.Get().(*waiter)
-	w.setting, w.age = setting, 0
-	wl.mu.Lock()
-	w.prev, w.next, w.listed = wl.tail, nil, true
-	if wl.tail != nil {
-		wl.tail.next = w
-	} else {
-		wl.head = w
-	}
-	wl.tail = w
-	wl.n.Add(1)
-	wl.mu.Unlock()
-	return w
-}
-
-func (wl *waitlist) unlink(w *waiter) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		wl.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		wl.tail = w.prev
-	}
-	w.prev, w.next, w.listed = nil, nil, false
-	wl.n.Add(-1)
-}
-
-// remove takes w off the list; false if a hand-off (or Close) already took it.
-func (wl *waitlist) remove(w *waiter) bool {
-	wl.mu.Lock()
-	defer wl.mu.Unlock()
-	if !w.listed {
-		return false
-	}
-	wl.unlink(w)
-	return true
-}
-
-func (wl *waitlist) recycle(w *waiter) {
-	w.setting = nil
-	wl.free.Put(w)
-}
-
-// handOff gives n to the best waiter: the front-most one that has been skipped more
-// than maxAge times or wants n's setting; else the front-most one wanting a clean
-// connection (a reset is cheaper than reset + apply); else the front. The waiters
-// skipped over age by one.
-func (wl *waitlist) handOff(n *node) bool {
-	if wl.n.Load() == 0 {
-		return false
-	}
-	setting := n.conn.Load().setting
-	wl.mu.Lock()
-	var target, firstClean *waiter
-	for w := wl.head; w != nil; w = w.next {
-		if w.age > maxAge || w.setting == setting {
-			target = w
-			break
-		}
-		if firstClean == nil && w.setting == nil {
-			firstClean = w
-		}
-	}
-	if target == nil {
-		target = firstClean
-	}
-	if target == nil {
-		target = wl.head
-	}
-	if target == nil {
-		wl.mu.Unlock()
-		return false
-	}
-	for w := wl.head; w != target; w = w.next {
-		w.age++
-	}
-	wl.unlink(target)
-	wl.mu.Unlock()
-	target.ch <- n
-	// Let the waiter run now, as vitess does after its hand-off.
-	runtime.Gosched()
-	return true
-}
-
-// expireAll wakes every waiter with nothing (the pool is closing).
-func (wl *waitlist) expireAll() {
-	wl.mu.Lock()
-	defer wl.mu.Unlock()
-	for w := wl.head; w != nil; {
-		next := w.next
-		wl.unlink(w)
-		w.ch <- nil
-		w = next
-	}
 }
