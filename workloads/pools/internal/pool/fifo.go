@@ -166,9 +166,9 @@ func (p *fifoPool) setCapacity(ctx context.Context, n int) error {
 	return nil
 }
 
-// closeIdle closes connections idle for longer than the timeout, as the old pool's
-// closeIdleResources: it cycles through the available slots and gives an expired
-// connection's slot back empty.
+// closeIdle closes connections idle for longer than the timeout and reopens them in their
+// slot, as the old pool's closeIdleResources: it cycles through the available slots, and
+// a reopened connection (clean) goes to the clean channel.
 func (p *fifoPool) closeIdle() {
 	available := len(p.resources) + len(p.settingResources)
 	for range available {
@@ -181,9 +181,8 @@ func (p *fifoPool) closeIdle() {
 		}
 		if slot.conn != nil && time.Since(slot.used) > p.idleTimeout {
 			slot.conn.Close()
-			p.active.Add(-1)
 			p.idle.Add(1)
-			slot = fifoSlot{}
+			slot = fifoSlot{conn: p.tracker.Open(), used: time.Now()}
 		}
 		p.push(slot)
 	}

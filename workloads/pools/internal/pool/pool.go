@@ -43,7 +43,8 @@ type Config struct {
 	// and puddle's MaxSize are fixed at creation); 0 = Capacity. smart-lifo ignores it.
 	MaxCapacity int
 	// IdleTimeout closes connections idle for longer (0 = never); checked every
-	// IdleTimeout/10.
+	// IdleTimeout/10. fifo-channel and smart-lifo reopen them in place, as vitess does;
+	// puddle destroys them.
 	IdleTimeout time.Duration
 	// HandOff is smart-lifo's choice of the waiter a returned connection goes to.
 	HandOff HandOff

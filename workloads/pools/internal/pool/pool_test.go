@@ -68,12 +68,19 @@ func settingsFor(n int) []*Setting {
 }
 
 // A connection is never lent out twice at once, the pool never opens more than its
-// capacity, every Get returns the setting asked for, and Close leaves nothing behind.
+// capacity, every Get returns an open connection with the setting asked for, and Close
+// leaves nothing behind; also while the idle worker closes (and reopens) connections.
 func TestStressExclusiveWithinCapacity(t *testing.T) {
+	for _, idle := range []time.Duration{0, time.Millisecond} {
+		t.Run(fmt.Sprintf("idle=%v", idle), func(t *testing.T) { stress(t, idle) })
+	}
+}
+
+func stress(t *testing.T, idleTimeout time.Duration) {
 	forEach(t, func(t *testing.T, strategy string) {
 		before := runtime.NumGoroutine()
 		const capacity = 4
-		p, tr := newPool(t, strategy, Config{Capacity: capacity})
+		p, tr := newPool(t, strategy, Config{Capacity: capacity, IdleTimeout: idleTimeout})
 		settings := settingsFor(4)
 		var held sync.Map
 		var failures atomic.Int64
@@ -100,6 +107,9 @@ func TestStressExclusiveWithinCapacity(t *testing.T) {
 					}
 					if c.Setting() != s {
 						fail("asked for %v, got %v", s, c.Setting())
+					}
+					if c.IsClosed() {
+						fail("got closed connection %d", c.ID)
 					}
 					if live := tr.Live(); live > capacity {
 						fail("%d connections open, capacity %d", live, capacity)
@@ -285,7 +295,9 @@ func TestCapacityShrinkGrow(t *testing.T) {
 	})
 }
 
-// Connections idle for longer than the idle timeout are closed; the pool reopens on demand.
+// Connections idle for longer than the idle timeout are closed. fifo-channel and
+// smart-lifo reopen each in place, as both vitess pools do, so the pool keeps its open
+// count; puddle destroys them, as pgxpool does.
 func TestIdleClosing(t *testing.T) {
 	forEach(t, func(t *testing.T, strategy string) {
 		before := runtime.NumGoroutine()
@@ -299,18 +311,37 @@ func TestIdleClosing(t *testing.T) {
 		for _, c := range conns {
 			p.Put(c)
 		}
-		eventually(t, "idle connections closed", func() bool { return tr.Live() == 0 })
-		if got := p.Stats().IdleClosed; got != 4 {
-			t.Errorf("idle closed %d, want 4", got)
+		eventually(t, "the idle connections closed", func() bool {
+			for _, c := range conns {
+				if !c.IsClosed() {
+					return false
+				}
+			}
+			return true
+		})
+		if got := p.Stats().IdleClosed; got < 4 {
+			t.Errorf("idle closed %d, want at least 4", got)
+		}
+		if strategy == "puddle" {
+			eventually(t, "none open", func() bool { return p.Stats().Active == 0 && tr.Live() == 0 })
+		} else {
+			if got := p.Stats().Active; got != 4 {
+				t.Errorf("%d open after idle closing, want 4 (reopened in place)", got)
+			}
+			if tr.Opened() < 8 {
+				t.Errorf("opened %d, want at least 8 (4 reopened)", tr.Opened())
+			}
 		}
 		c, err := p.Get(ctx, nil)
 		if err != nil || c.IsClosed() {
 			t.Fatalf("get after idle close: %v (closed %v)", err, c != nil && c.IsClosed())
 		}
-		p.Put(c)
-		if tr.Opened() != 5 {
-			t.Errorf("opened %d, want 5", tr.Opened())
+		for _, old := range conns {
+			if c == old {
+				t.Errorf("got the idle-closed connection %d back", c.ID)
+			}
 		}
+		p.Put(c)
 		p.Close()
 		noLeaks(t, tr, before)
 	})

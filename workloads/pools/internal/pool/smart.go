@@ -67,16 +67,13 @@ func newSmart(cfg Config) *smartPool {
 	return p
 }
 
-// pop pops from s until it gets a node the idle worker has not closed; closed ones are
-// dropped (their slot freed) as they surface.
+// pop pops the top node of s and claims it from the idle worker.
 func (p *smartPool) pop(s *stack) *node {
-	for n := s.pop(); n != nil; n = s.pop() {
-		if n.borrow() {
-			return n
-		}
-		p.slab.release(n)
+	n := s.pop()
+	if n != nil {
+		n.borrow()
 	}
-	return nil
+	return n
 }
 
 // popSettings tries the 8 setting stacks starting at start.
@@ -330,17 +327,20 @@ func (p *smartPool) setCapacity(ctx context.Context, n int) error {
 	}
 }
 
-// closeIdle closes connections idle for longer than the timeout. It walks the stacks
-// without popping and marks expired nodes in place; a Get that pops one drops it.
+// closeIdle closes the connections idle for longer than the timeout and reopens them in
+// place, as vitess's closeIdleResources: the node stays where it is in its stack and the
+// pool's open count is unchanged; the new connection has no setting. It walks the stacks
+// without popping, best effort.
 func (p *smartPool) closeIdle() {
 	now, timeout := mono(), int64(p.idleTimeout)
 	limit := p.slab.size() + 1
 	visit := func(n *node) {
-		if c := n.expire(now, timeout); c != nil {
-			c.Close()
-			p.active.Add(-1)
-			p.idle.Add(1)
+		if !n.claimIdle(now, timeout) {
+			return
 		}
+		p.reopen(n)
+		n.used.Store(now)
+		p.idle.Add(1)
 	}
 	p.clean.walk(limit, visit)
 	for i := range p.settings {

@@ -12,43 +12,38 @@ type node struct {
 	// next is the index+1 of the node below this one (0 = bottom).
 	next atomic.Uint32
 	// used is the monotonic time (ns) the connection was pushed, timeBusy while it is
-	// not in a stack, timeExpired once the idle worker has closed it.
+	// not in a stack, timeReopening while the idle worker replaces its connection.
 	used atomic.Int64
 	conn atomic.Pointer[Conn]
 	idx  uint32
 }
 
 const (
-	timeBusy    int64 = -1
-	timeExpired int64 = -2
+	timeBusy      int64 = -1
+	timeReopening int64 = -2
 )
 
-// borrow claims a node just popped; false if the idle worker closed it meanwhile.
-func (n *node) borrow() bool {
+// borrow claims a node just popped. If the idle worker is reopening its connection, it
+// waits for the new one: vitess's pop drops such a node instead, which loses its
+// capacity slot and the reopened connection for good.
+func (n *node) borrow() {
 	for {
 		t := n.used.Load()
-		if t == timeExpired {
-			return false
+		if t == timeReopening {
+			runtime.Gosched()
+			continue
 		}
 		if n.used.CompareAndSwap(t, timeBusy) {
-			return true
+			return
 		}
 	}
 }
 
-// expire marks an idle node closed if it has been idle longer than timeout and returns
-// its connection for closing; only one of expire and borrow can win. The connection is
-// read before the swap: once the node is marked, a Get may pop it and free its slot.
-func (n *node) expire(now, timeout int64) *Conn {
+// claimIdle marks an idle node as being reopened if it has been idle longer than
+// timeout, and then the caller owns its connection until it stores a new timestamp.
+func (n *node) claimIdle(now, timeout int64) bool {
 	t := n.used.Load()
-	if t < 0 || now-t <= timeout {
-		return nil
-	}
-	c := n.conn.Load()
-	if c != nil && n.used.CompareAndSwap(t, timeExpired) {
-		return c
-	}
-	return nil
+	return t >= 0 && now-t > timeout && n.used.CompareAndSwap(t, timeReopening)
 }
 
 const (
