@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/benchharness/pools/internal/pool"
 )
 
 func runMain(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -77,11 +79,12 @@ func TestDescribeIsValid(t *testing.T) {
 	metrics := map[string]string{}
 	for _, m := range d["metrics"].([]any) {
 		mm := m.(map[string]any)
-		metrics[mm["name"].(string)] = mm["better"].(string)
+		better, _ := mm["better"].(string) // absent: not a score
+		metrics[mm["name"].(string)] = better
 	}
 	for name, better := range map[string]string{"wait_ns.avg": "lower", "wait_ns.p50": "lower",
-		"wait_ns.p99": "lower", "ops_per_sec": "higher", "runtime_gc_cycles": "lower"} {
-		if metrics[name] != better {
+		"wait_ns.p99": "lower", "ops_per_sec": "higher", "runtime_gc_cycles": "lower", "arrival_rps": ""} {
+		if got, ok := metrics[name]; !ok || got != better {
 			t.Errorf("metric %s: better %q, want %q", name, metrics[name], better)
 		}
 	}
@@ -146,6 +149,31 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// The source's four traces pace by sleeping each gap unless told otherwise; the hand-off
+// rule is vitess's unless told otherwise.
+func TestScenarioDefaults(t *testing.T) {
+	for _, name := range []string{"contended", "uncontended", "uncontended-no-settings", "points"} {
+		sc, err := findScenario(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := resolve(sc, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Pacing != "sleep" || p.HandOff != pool.HandOffVitess {
+			t.Errorf("%s: pacing %s, handoff %v; want sleep, vitess", name, p.Pacing, p.HandOff)
+		}
+		p, err = resolve(sc, []string{"pacing=absolute", "handoff=prefer-clean"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Pacing != "absolute" || p.HandOff != pool.HandOffPreferClean {
+			t.Errorf("%s with overrides: pacing %s, handoff %v", name, p.Pacing, p.HandOff)
+		}
+	}
+}
+
 func events(t *testing.T, out string) []map[string]any {
 	t.Helper()
 	var evs []map[string]any
@@ -206,6 +234,13 @@ func TestRunEveryStrategy(t *testing.T) {
 			}
 			res := evs[3]
 			checkResult(t, res)
+			if args[1] == "contended" {
+				for _, k := range []string{"arrival_rps", "trace_rps"} {
+					if v, _ := res[k].(float64); !(v > 0) {
+						t.Errorf("%s = %v, want a rate", k, res[k])
+					}
+				}
+			}
 			if res["strategy"] != strategy {
 				t.Errorf("strategy %v", res["strategy"])
 			}

@@ -344,6 +344,9 @@ type measured struct {
 	lag              map[string]float64
 	hist             *hist
 	requests         int64
+	// arrivalRPS is the rate requests were launched at (requests / time of the last
+	// launch), traceRPS the trace's own (requests / its duration): sleep pacing drifts.
+	arrivalRPS, traceRPS float64
 }
 
 func (m *measured) fill(r map[string]any) {
@@ -357,6 +360,8 @@ func (m *measured) fill(r map[string]any) {
 	if m.lag != nil {
 		r["dispatch_lag_ns"] = m.lag
 		r["requests"] = m.requests
+		r["arrival_rps"] = m.arrivalRPS
+		r["trace_rps"] = m.traceRPS
 	}
 }
 
@@ -373,7 +378,8 @@ func endWindow(emit func(map[string]any)) (time.Time, gcSnapshot) {
 	return end, g
 }
 
-// replay launches every request of the trace at its arrival time; each gets a connection
+// replay launches every request of the trace at its arrival time (pacing=absolute) or
+// after sleeping its gap from the previous launch (pacing=sleep); each gets a connection
 // with its setting, holds it for its duration and recycles it. The window is the whole
 // replay, until the last request completes. Wait = elapsed - duration, as the source
 // measures it (it includes apply/reset costs and the hold's sleep overshoot).
@@ -429,8 +435,11 @@ func replay(p pool.Pool, reqs []trace.Request, settings []*pool.Setting, params 
 			ok[i] = true
 		}()
 	}
+	dispatched := time.Since(m.start)
 	wg.Wait()
 	m.end, m.gc1 = endWindow(emit)
+	m.arrivalRPS = float64(len(reqs)) / dispatched.Seconds()
+	m.traceRPS = float64(len(reqs)) / params.TraceDuration
 	var w, g []float64
 	m.hist = &hist{}
 	for i := range reqs {
