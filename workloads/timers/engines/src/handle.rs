@@ -1,5 +1,6 @@
-//! The cancel handle both engines return.
+//! The cancel handle every engine returns.
 
+use crate::event_executor::EventCancel;
 use crate::hashed_wheel::WheelCancel;
 use crate::scheduled_executor::ExecutorCancel;
 
@@ -11,6 +12,7 @@ pub struct TimerHandle(Target);
 #[derive(Clone, Debug)]
 enum Target {
     Executor(ExecutorCancel),
+    EventExecutor(EventCancel),
     Wheel(WheelCancel),
 }
 
@@ -21,6 +23,7 @@ impl TimerHandle {
     pub fn cancel(&self) -> bool {
         match &self.0 {
             Target::Executor(cancel) => cancel.cancel(),
+            Target::EventExecutor(cancel) => cancel.cancel(),
             Target::Wheel(cancel) => cancel.cancel(),
         }
     }
@@ -29,6 +32,12 @@ impl TimerHandle {
 impl From<ExecutorCancel> for TimerHandle {
     fn from(cancel: ExecutorCancel) -> Self {
         Self(Target::Executor(cancel))
+    }
+}
+
+impl From<EventCancel> for TimerHandle {
+    fn from(cancel: EventCancel) -> Self {
+        Self(Target::EventExecutor(cancel))
     }
 }
 

@@ -5,6 +5,13 @@
 //! exactly once for a timeout that was not cancelled first, never for one that was, and
 //! never before its deadline.
 //!
+//! # [`EventExecutorGroup`]: Netty's `DefaultEventExecutorGroup` (lettuce up to 6.3.1)
+//!
+//! Each `schedule` takes the next executor round-robin. Every executor is one thread with
+//! a blocking task queue and a heap of scheduled tasks only that thread touches, so a
+//! schedule or a cancel from another thread is a task in the executor's queue; an offer
+//! that finds the queue empty wakes the thread.
+//!
 //! # [`ScheduledExecutor`]: Java's `ScheduledThreadPoolExecutor` (lettuce before 6.3.2)
 //!
 //! Every timeout goes into one binary min-heap ordered by (deadline, sequence number),
@@ -31,13 +38,16 @@
 //! without running.
 
 mod counter;
+mod event_executor;
 mod executor;
 mod handle;
 mod hashed_wheel;
+mod padded;
 mod scheduled_executor;
 mod state;
 mod threads;
 
+pub use event_executor::EventExecutorGroup;
 pub use handle::TimerHandle;
 pub use hashed_wheel::{Expiry, HashedWheelTimer, WheelConfig};
 pub use scheduled_executor::ScheduledExecutor;

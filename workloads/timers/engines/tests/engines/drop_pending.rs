@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use timer_engines::{Expiry, HashedWheelTimer, ScheduledExecutor, TimerHandle, WheelConfig};
+use timer_engines::{
+    EventExecutorGroup, Expiry, HashedWheelTimer, ScheduledExecutor, TimerHandle, WheelConfig,
+};
 
 use crate::support::wait_until;
 
@@ -53,6 +55,22 @@ fn executor_drop_discards_pending_tasks() {
         .collect();
     // Let a worker settle into its timed wait as leader.
     thread::sleep(Duration::from_millis(20));
+    drop_and_check(engine, &token, &ran, handles);
+}
+
+#[test]
+fn event_executor_drop_discards_pending_tasks() {
+    let token = Arc::new(());
+    let ran = Arc::new(AtomicUsize::new(0));
+    let engine = EventExecutorGroup::new(2, counting(&ran));
+    let mut handles: Vec<_> = (0..50)
+        .map(|_| engine.schedule(Instant::now() + FAR, Arc::clone(&token)))
+        .collect();
+    // Half of them in the executors' heaps, the other half most likely still queued.
+    assert!(wait_until(PROMPT, || engine
+        .counters()
+        .contains(&("registered", 50))));
+    handles.extend((0..50).map(|_| engine.schedule(Instant::now() + FAR, Arc::clone(&token))));
     drop_and_check(engine, &token, &ran, handles);
 }
 

@@ -1,9 +1,10 @@
-//! Behaviour tests of both engines through the public API.
+//! Behaviour tests of the engines through the public API.
 
 mod support;
 
 mod cancel_race;
 mod drop_pending;
+mod event_executor;
 mod exactly_once;
 mod executor_order;
 mod handle;

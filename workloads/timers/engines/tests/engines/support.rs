@@ -1,5 +1,5 @@
 //! Probes that record when, how often and on which thread they fired, and a common face
-//! for both engines.
+//! for the engines.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use timer_engines::{HashedWheelTimer, ScheduledExecutor, TimerHandle, WheelConfig};
+use timer_engines::{
+    EventExecutorGroup, HashedWheelTimer, ScheduledExecutor, TimerHandle, WheelConfig,
+};
 
 pub struct Probe {
     pub id: usize,
@@ -73,7 +75,7 @@ impl Recorder {
     }
 }
 
-/// Both engines, for tests that hold for either.
+/// The engines, for tests that hold for any of them.
 pub trait Engine: Sync {
     fn arm(&self, deadline: Instant, probe: Probe) -> TimerHandle;
     fn counters(&self) -> Vec<(&'static str, u64)>;
@@ -102,6 +104,16 @@ impl Engine for ScheduledExecutor<Probe> {
     }
 }
 
+impl Engine for EventExecutorGroup<Probe> {
+    fn arm(&self, deadline: Instant, probe: Probe) -> TimerHandle {
+        self.schedule(deadline, probe)
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        EventExecutorGroup::counters(self)
+    }
+}
+
 impl Engine for HashedWheelTimer<Probe> {
     fn arm(&self, deadline: Instant, probe: Probe) -> TimerHandle {
         self.new_timeout(deadline, probe)
@@ -115,6 +127,11 @@ impl Engine for HashedWheelTimer<Probe> {
 pub fn executor(threads: usize, recorder: &Arc<Recorder>) -> ScheduledExecutor<Probe> {
     let recorder = Arc::clone(recorder);
     ScheduledExecutor::new(threads, move |probe| recorder.record(probe))
+}
+
+pub fn event_executor(threads: usize, recorder: &Arc<Recorder>) -> EventExecutorGroup<Probe> {
+    let recorder = Arc::clone(recorder);
+    EventExecutorGroup::new(threads, move |probe| recorder.record(probe))
 }
 
 pub fn wheel(config: WheelConfig, recorder: &Arc<Recorder>) -> HashedWheelTimer<Probe> {
