@@ -3,16 +3,17 @@
 mod buckets;
 mod worker;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_queue::SegQueue;
 
-use crate::counter::Counter;
+use crate::counter::{Counter, OwnedCounter};
 use crate::executor::OffloadPool;
 use crate::handle::TimerHandle;
+use crate::padded::Padded;
 use crate::state::TimeoutState;
 use crate::threads::{self, Callback};
 use worker::{Expirer, Worker};
@@ -70,24 +71,43 @@ struct Pending<T> {
     task: T,
 }
 
+/// What the worker counts; nobody else writes them, so registering and cancelling cost no
+/// shared atomics beyond Netty's own.
 #[derive(Debug, Default)]
 struct Counters {
-    registered: Counter,
-    cancelled: Counter,
-    fired: Counter,
-    ticks: Counter,
-    transferred: Counter,
-    cancelled_unlinked: Counter,
+    /// Timeouts that left the wheel: expired, unlinked after their cancel, or skipped at
+    /// the transfer because they were cancelled before it.
+    retired: OwnedCounter,
+    /// Successful cancels, counted as the worker drains the cancelled queue.
+    cancelled: OwnedCounter,
+    /// Timeouts the worker expired: their callback ran on it or was handed to the pool.
+    fired: OwnedCounter,
+    ticks: OwnedCounter,
+    transferred: OwnedCounter,
+    cancelled_unlinked: OwnedCounter,
 }
 
-/// The part of the timer cancel handles need; it holds no task, so handles never keep
-/// tasks alive.
+/// The part of the timer cancel handles need, and the counts; it holds no task, so handles
+/// never keep tasks alive.
 #[derive(Debug, Default)]
 struct Core {
     /// Netty's `cancelledTimeouts`, drained by the worker at the start of each tick.
     cancelled: SegQueue<Arc<WheelTimeout>>,
     stopped: AtomicBool,
-    counters: Counters,
+    /// Netty's `pendingTimeouts`: raised by every `new_timeout` (the one shared atomic a
+    /// registering thread bumps), lowered by the worker as each timeout is retired.
+    pending: Padded<AtomicU64>,
+    counters: Padded<Counters>,
+}
+
+impl Core {
+    /// The worker's bookkeeping for a timeout leaving the wheel. Netty lowers its count
+    /// twice for a timeout that is cancelled while the worker expires or unlinks it; here
+    /// it is lowered once, so that `registered` (pending + retired) stays exact.
+    fn retire(&self) {
+        self.pending.fetch_sub(1, Ordering::Release);
+        self.counters.retired.inc();
+    }
 }
 
 /// A timer wheel with one worker thread named `wheel-worker`.
@@ -116,18 +136,13 @@ impl<T: Send + 'static> HashedWheelTimer<T> {
         );
         let core = Arc::new(Core::default());
         let new_timeouts = Arc::new(SegQueue::new());
-        let fire: Callback<T> = {
-            let core = Arc::clone(&core);
-            Arc::new(move |task| {
-                on_expire(task);
-                core.counters.fired.inc();
-            })
-        };
+        let on_expire: Callback<T> = Arc::new(on_expire);
         let (expirer, executor_wakeups) = match config.expiry {
-            Expiry::OnWorker => (Expirer::OnWorker(fire), None),
+            Expiry::OnWorker => (Expirer::OnWorker(on_expire), None),
             Expiry::Offload { threads } => {
                 let wakeups = Arc::new(Counter::default());
-                let pool = OffloadPool::new("wheel-offload", threads, fire, Arc::clone(&wakeups));
+                let pool =
+                    OffloadPool::new("wheel-offload", threads, on_expire, Arc::clone(&wakeups));
                 (Expirer::Offload(pool), Some(wakeups))
             }
         };
@@ -148,14 +163,15 @@ impl<T: Send + 'static> HashedWheelTimer<T> {
         }
     }
 
-    /// Registers `task` to expire at `deadline` (Netty's `newTimeout`): a lock-free push;
-    /// the worker places it into a bucket on its next tick.
+    /// Registers `task` to expire at `deadline` (Netty's `newTimeout`): the pending count
+    /// and a lock-free push; the worker places it into a bucket on its next tick.
     pub fn new_timeout(&self, deadline: Instant, task: T) -> TimerHandle {
         let timeout = Arc::new(WheelTimeout {
             state: TimeoutState::new(),
             slot: AtomicUsize::new(NOT_IN_BUCKET),
         });
-        self.core.counters.registered.inc();
+        // Netty checks the new count against `maxPendingTimeouts`, unlimited by default.
+        self.core.pending.fetch_add(1, Ordering::Relaxed);
         self.new_timeouts.push(Pending {
             deadline,
             timeout: Arc::clone(&timeout),
@@ -169,11 +185,16 @@ impl<T: Send + 'static> HashedWheelTimer<T> {
     }
 
     /// `registered`, `cancelled`, `fired`, `ticks`, `transferred`, `cancelled_unlinked`,
-    /// and in offload mode `executor_wakeups`.
+    /// and in offload mode `executor_wakeups`. All but `registered` are the worker's counts
+    /// and lag up to a tick behind the cancels; all are exact once the timer is quiet.
     pub fn counters(&self) -> Vec<(&'static str, u64)> {
         let counters = &self.core.counters;
+        // Retired first: the worker lowers `pending` before it counts the retirement, so
+        // the sum may run one behind while it works, never ahead.
+        let retired = counters.retired.get();
+        let registered = retired + self.core.pending.load(Ordering::Acquire);
         let mut out = vec![
-            ("registered", counters.registered.get()),
+            ("registered", registered),
             ("cancelled", counters.cancelled.get()),
             ("fired", counters.fired.get()),
             ("ticks", counters.ticks.get()),
@@ -199,7 +220,8 @@ impl<T> Drop for HashedWheelTimer<T> {
 }
 
 /// Netty's `HashedWheelTimeout.cancel`: claim the state, then leave the unlinking to the
-/// worker's next tick through the lock-free cancelled queue.
+/// worker's next tick through the lock-free cancelled queue. Unlike Java's references, the
+/// `Arc` on the core costs a shared reference-count update per handle made and dropped.
 #[derive(Clone, Debug)]
 pub(crate) struct WheelCancel {
     timeout: Arc<WheelTimeout>,
@@ -211,7 +233,6 @@ impl WheelCancel {
         if !self.timeout.state.try_cancel() {
             return false;
         }
-        self.core.counters.cancelled.inc();
         // A stopped worker no longer drains the queue; skip the push rather than have
         // the queue grow for as long as handles live.
         if !self.core.stopped.load(Ordering::Acquire) {

@@ -99,6 +99,7 @@ impl<T> Worker<T> {
     /// already unlinked have their slot reset, so a reused slab key is never hit.
     fn process_cancelled(&mut self) {
         while let Some(timeout) = self.core.cancelled.pop() {
+            self.core.counters.cancelled.inc();
             let key = timeout.slot.load(Ordering::Relaxed);
             if key != NOT_IN_BUCKET {
                 debug_assert!(Arc::ptr_eq(&self.buckets.get(key).timeout, &timeout));
@@ -115,6 +116,7 @@ impl<T> Worker<T> {
                 return;
             };
             if pending.timeout.state.is_cancelled() {
+                self.core.retire();
                 continue;
             }
             let deadline = since(self.start, pending.deadline);
@@ -172,15 +174,18 @@ impl<T> Worker<T> {
             self.core.counters.cancelled_unlinked.inc();
             return;
         }
+        self.core.counters.fired.inc();
         match &mut self.expirer {
             Expirer::OnWorker(fire) => fire(entry.task),
             Expirer::Offload(pool) => pool.submit(entry.task),
         }
     }
 
+    /// Takes a timeout out of its bucket for good: it is expiring or was cancelled.
     fn unlink(&mut self, key: usize) -> Entry<T> {
         let entry = self.buckets.remove(key);
         entry.timeout.slot.store(NOT_IN_BUCKET, Ordering::Relaxed);
+        self.core.retire();
         entry
     }
 }
