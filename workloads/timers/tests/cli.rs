@@ -46,6 +46,7 @@ fn describe_is_the_contract_document() {
             "tokio-timeout-legacy",
             "deadline-tracker",
             "scheduled-executor",
+            "event-executor",
             "hashed-wheel",
             "hashed-wheel-offload"
         ]
@@ -74,6 +75,7 @@ fn describe_is_the_contract_document() {
         "slow_delay_ms",
         "server_threads",
         "executor_threads",
+        "computation_threads",
         "tick_ms",
         "wheel_size",
         "seed",
@@ -92,7 +94,7 @@ fn describe_is_the_contract_document() {
             assert!(p["default"].as_f64().unwrap() <= p["max"].as_f64().unwrap());
         }
     }
-    assert_eq!(params.len(), 17);
+    assert_eq!(params.len(), 18);
     let metrics = d["metrics"].as_array().unwrap();
     assert!(metrics
         .iter()

@@ -40,6 +40,11 @@ fn scheduled_executor() {
 }
 
 #[test]
+fn event_executor() {
+    all_cases(StrategyKind::EventExecutor);
+}
+
+#[test]
 fn hashed_wheel() {
     all_cases(StrategyKind::HashedWheel);
 }

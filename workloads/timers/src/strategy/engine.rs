@@ -1,11 +1,13 @@
-//! `scheduled-executor`, `hashed-wheel`, `hashed-wheel-offload`: lettuce's command
-//! expiry. Each request schedules a timeout on a thread-based engine from the
-//! `timer-engines` crate when it is sent; whoever completes the request cancels it on the
-//! spot (lettuce's `onComplete(... -> timeout.cancel())`, see
-//! [`Completion`](crate::completion::Completion)). When the timeout fires, the engine's
-//! callback orphans the request's handler (connection + stream id + request id) and
-//! resolves it as timed out; a callback that loses the race against the answer finds a
-//! different (or no) request under that id and does nothing.
+//! `scheduled-executor`, `event-executor`, `hashed-wheel`, `hashed-wheel-offload`:
+//! lettuce's command expiry.
+//!
+//! Each request schedules a timeout on a thread-based engine from the `timer-engines` crate
+//! when it is sent; whoever completes the request cancels it on the spot (lettuce's
+//! `onComplete(... -> timeout.cancel())`, see [`Completion`](crate::completion::Completion)).
+//! When the timeout fires, the engine's callback orphans the request's handler
+//! (connection, stream id and request id) and resolves it as timed out; a callback that
+//! loses the race against the answer finds a different (or no) request under that id and
+//! does nothing.
 //!
 //! Cancellations happen on the resolving thread, not in the task, so the `timer` counters
 //! of these strategies come from the engine (`cancelled` included).
@@ -13,7 +15,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use timer_engines::{Expiry, HashedWheelTimer, ScheduledExecutor, TimerHandle, WheelConfig};
+use timer_engines::{
+    EventExecutorGroup, Expiry, HashedWheelTimer, ScheduledExecutor, TimerHandle, WheelConfig,
+};
 
 use crate::completion::{Completion, Outcome};
 use crate::connection::Connection;
@@ -31,6 +35,7 @@ pub struct ExpiryTarget {
 
 enum Kind {
     Executor(ScheduledExecutor<ExpiryTarget>),
+    EventExecutor(EventExecutorGroup<ExpiryTarget>),
     Wheel(HashedWheelTimer<ExpiryTarget>),
 }
 
@@ -56,6 +61,10 @@ impl Engine {
             StrategyKind::ScheduledExecutor => {
                 Kind::Executor(ScheduledExecutor::new(params.executor_threads, on_expire))
             }
+            StrategyKind::EventExecutor => Kind::EventExecutor(EventExecutorGroup::new(
+                params.computation_threads,
+                on_expire,
+            )),
             StrategyKind::HashedWheel => {
                 Kind::Wheel(HashedWheelTimer::new(wheel(Expiry::OnWorker), on_expire))
             }
@@ -76,6 +85,7 @@ impl Engine {
     fn schedule(&self, deadline: Instant, target: ExpiryTarget) -> TimerHandle {
         match &self.kind {
             Kind::Executor(executor) => executor.schedule(deadline, target),
+            Kind::EventExecutor(group) => group.schedule(deadline, target),
             Kind::Wheel(wheel) => wheel.new_timeout(deadline, target),
         }
     }
@@ -111,6 +121,7 @@ impl Engine {
     pub fn counters(&self) -> Vec<(&'static str, u64)> {
         match &self.kind {
             Kind::Executor(executor) => executor.counters(),
+            Kind::EventExecutor(group) => group.counters(),
             Kind::Wheel(wheel) => wheel.counters(),
         }
     }

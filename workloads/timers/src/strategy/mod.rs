@@ -6,8 +6,8 @@
 //! - [`tokio_timeout`]: `tokio-timeout`, `tokio-timeout-alt`, `tokio-timeout-legacy`
 //!   (one tokio timer per request; the three differ only in the tokio they run on);
 //! - [`router_deadlines`]: `deadline-tracker` (deadlines kept by the connection router);
-//! - [`engine`]: `scheduled-executor`, `hashed-wheel`, `hashed-wheel-offload` (lettuce's
-//!   thread-based timers from the `timer-engines` crate).
+//! - [`engine`]: `scheduled-executor`, `event-executor`, `hashed-wheel`,
+//!   `hashed-wheel-offload` (lettuce's thread-based timers from the `timer-engines` crate).
 
 pub mod engine;
 pub mod no_timeout;
@@ -32,19 +32,21 @@ pub enum StrategyKind {
     TokioTimeoutLegacy,
     DeadlineTracker,
     ScheduledExecutor,
+    EventExecutor,
     HashedWheel,
     HashedWheelOffload,
 }
 
 impl StrategyKind {
     /// Every strategy, the baseline first.
-    pub const ALL: [StrategyKind; 8] = [
+    pub const ALL: [StrategyKind; 9] = [
         StrategyKind::None,
         StrategyKind::TokioTimeout,
         StrategyKind::TokioTimeoutAlt,
         StrategyKind::TokioTimeoutLegacy,
         StrategyKind::DeadlineTracker,
         StrategyKind::ScheduledExecutor,
+        StrategyKind::EventExecutor,
         StrategyKind::HashedWheel,
         StrategyKind::HashedWheelOffload,
     ];
@@ -58,6 +60,7 @@ impl StrategyKind {
             StrategyKind::TokioTimeoutLegacy => "tokio-timeout-legacy",
             StrategyKind::DeadlineTracker => "deadline-tracker",
             StrategyKind::ScheduledExecutor => "scheduled-executor",
+            StrategyKind::EventExecutor => "event-executor",
             StrategyKind::HashedWheel => "hashed-wheel",
             StrategyKind::HashedWheelOffload => "hashed-wheel-offload",
         }
@@ -81,6 +84,9 @@ impl StrategyKind {
             }
             StrategyKind::ScheduledExecutor => {
                 "lettuce before 6.3.2: a scheduled executor (one locked heap, workers signalled through a condition), cancelled on completion"
+            }
+            StrategyKind::EventExecutor => {
+                "lettuce <= 6.3.1: each expiry scheduled on Netty's DefaultEventExecutorGroup (computation_threads executors dealt round-robin; schedule and cancel are tasks in the executor's queue), cancelled on completion"
             }
             StrategyKind::HashedWheel => {
                 "lettuce 6.3.2: Netty's hashed wheel timer (lock-free queues, one ticking worker), expiry on the worker"
@@ -174,6 +180,7 @@ impl Timer {
             | StrategyKind::TokioTimeoutLegacy => Timer::Tokio { timeout },
             StrategyKind::DeadlineTracker => Timer::Router { timeout },
             StrategyKind::ScheduledExecutor
+            | StrategyKind::EventExecutor
             | StrategyKind::HashedWheel
             | StrategyKind::HashedWheelOffload => {
                 Timer::Engine(engine::Engine::new(kind, params, Arc::clone(conns)))

@@ -31,6 +31,7 @@ const BASE: &[&str] = &[
     "concurrency=16",
     "server_threads=1",
     "executor_threads=2",
+    "computation_threads=2",
     "tick_ms=20",
     "wheel_size=64",
 ];
@@ -74,7 +75,7 @@ fn resolve(case: &Case) -> Params {
 pub fn allowed_lateness(kind: StrategyKind, params: &Params) -> Duration {
     let granularity = match kind {
         StrategyKind::HashedWheel | StrategyKind::HashedWheelOffload => params.tick,
-        StrategyKind::ScheduledExecutor => Duration::ZERO,
+        StrategyKind::ScheduledExecutor | StrategyKind::EventExecutor => Duration::ZERO,
         _ => Duration::from_millis(1),
     };
     granularity + SLACK
