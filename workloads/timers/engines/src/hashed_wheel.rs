@@ -1,4 +1,4 @@
-//! Netty's `HashedWheelTimer` as lettuce uses it to expire commands since 6.3.2.
+//! Netty's `HashedWheelTimer`, on which lettuce arms its command timeouts since 6.3.2.
 
 mod buckets;
 mod worker;

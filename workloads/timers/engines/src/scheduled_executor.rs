@@ -1,6 +1,6 @@
-//! Java's `ScheduledThreadPoolExecutor` as lettuce used it to expire commands before 6.3.2:
-//! `schedule(expiry, timeout)` per command, `cancel(false)` on completion, default
-//! `removeOnCancel = false`.
+//! Java's `ScheduledThreadPoolExecutor`, for comparison with lettuce's engines (lettuce
+//! itself scheduled on Netty's executors, see `event_executor`): `schedule(expiry,
+//! timeout)` per request, `cancel(false)` on completion, default `removeOnCancel = false`.
 
 mod delay_queue;
 
@@ -33,8 +33,8 @@ pub struct ScheduledExecutor<T> {
 }
 
 impl<T: Send + 'static> ScheduledExecutor<T> {
-    /// Starts `threads` workers (lettuce's benchmark default: 2) that call `on_expire`
-    /// with each task whose deadline passed and that was not cancelled.
+    /// Starts `threads` workers that call `on_expire` with each task whose deadline passed
+    /// and that was not cancelled.
     ///
     /// # Panics
     /// If `threads` is zero.

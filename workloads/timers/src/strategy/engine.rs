@@ -1,5 +1,9 @@
-//! `scheduled-executor`, `event-executor`, `hashed-wheel`, `hashed-wheel-offload`:
-//! lettuce's command expiry.
+//! `event-executor`, `hashed-wheel-offload`, `scheduled-executor`, `hashed-wheel`: lettuce's
+//! command expiry and its alternatives. `event-executor` is lettuce up to 6.3.1, which
+//! scheduled each expiry on its Netty `DefaultEventExecutorGroup`; `hashed-wheel-offload`
+//! is lettuce 6.3.2, whose `HashedWheelTimer` task submits the expiry to that group (here a
+//! pool of `executor_threads`). For comparison, `scheduled-executor` is Java's
+//! `ScheduledThreadPoolExecutor` and `hashed-wheel` Netty's wheel expiring on its worker.
 //!
 //! Each request schedules a timeout on a thread-based engine from the `timer-engines` crate
 //! when it is sent; whoever completes the request cancels it on the spot (lettuce's

@@ -6,8 +6,10 @@
 //! - [`tokio_timeout`]: `tokio-timeout`, `tokio-timeout-alt`, `tokio-timeout-legacy`
 //!   (one tokio timer per request; the three differ only in the tokio they run on);
 //! - [`router_deadlines`]: `deadline-tracker` (deadlines kept by the connection router);
-//! - [`engine`]: `scheduled-executor`, `event-executor`, `hashed-wheel`,
-//!   `hashed-wheel-offload` (lettuce's thread-based timers from the `timer-engines` crate).
+//! - [`engine`]: `event-executor` (lettuce up to 6.3.1), `hashed-wheel-offload` (lettuce
+//!   6.3.2), and for comparison `scheduled-executor` (Java's `ScheduledThreadPoolExecutor`)
+//!   and `hashed-wheel` (Netty's wheel expiring on its worker): thread-based timers from the
+//!   `timer-engines` crate.
 
 pub mod engine;
 pub mod no_timeout;
@@ -83,16 +85,16 @@ impl StrategyKind {
                 "deadlines kept by the connection router under its handler-map lock, one armable timer per connection"
             }
             StrategyKind::ScheduledExecutor => {
-                "lettuce before 6.3.2: a scheduled executor (one locked heap, workers signalled through a condition), cancelled on completion"
+                "for comparison, not what lettuce used: Java's ScheduledThreadPoolExecutor (one locked heap, executor_threads workers signalled through a condition), cancelled on completion"
             }
             StrategyKind::EventExecutor => {
                 "lettuce <= 6.3.1: each expiry scheduled on Netty's DefaultEventExecutorGroup (computation_threads executors dealt round-robin; schedule and cancel are tasks in the executor's queue), cancelled on completion"
             }
             StrategyKind::HashedWheel => {
-                "lettuce 6.3.2: Netty's hashed wheel timer (lock-free queues, one ticking worker), expiry on the worker"
+                "reference point: Netty's hashed wheel timer (lock-free queues, one ticking worker), expiry on the worker"
             }
             StrategyKind::HashedWheelOffload => {
-                "hashed wheel whose expiry work is handed to a pool of executor_threads"
+                "lettuce 6.3.2: Netty's hashed wheel timer whose timer task submits the expiry to a pool of executor_threads (lettuce's event executor group)"
             }
         }
     }
