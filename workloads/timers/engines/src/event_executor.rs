@@ -8,10 +8,8 @@
 //! a cancel ("remove me"). The thread waits on its queue until the earliest deadline; an
 //! offer that finds the queue empty wakes it.
 
-mod chooser;
 mod executor_thread;
 mod scheduled_heap;
-mod task_queue;
 
 use std::fmt;
 use std::sync::atomic::AtomicUsize;
@@ -19,13 +17,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use crate::chooser::Chooser;
 use crate::counter::OwnedCounter;
 use crate::handle::TimerHandle;
 use crate::state::TimeoutState;
+use crate::task_queue::TaskQueue;
 use crate::threads::{self, Callback};
-use chooser::Chooser;
 use executor_thread::ExecutorThread;
-use task_queue::TaskQueue;
 
 /// What the scheduling and cancelling threads and the executor share about one timeout:
 /// Netty's `ScheduledFutureTask` minus the task.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_queue::SegQueue;
 
-use crate::counter::{Counter, OwnedCounter};
+use crate::counter::OwnedCounter;
 use crate::executor::OffloadPool;
 use crate::handle::TimerHandle;
 use crate::padded::Padded;
@@ -114,7 +114,8 @@ impl Core {
 pub struct HashedWheelTimer<T> {
     new_timeouts: Arc<SegQueue<Pending<T>>>,
     core: Arc<Core>,
-    executor_wakeups: Option<Arc<Counter>>,
+    /// The offload pool, shared with the worker, for its counts.
+    offload: Option<Arc<OffloadPool<T>>>,
     worker: Option<JoinHandle<()>>,
 }
 
@@ -137,13 +138,11 @@ impl<T: Send + 'static> HashedWheelTimer<T> {
         let core = Arc::new(Core::default());
         let new_timeouts = Arc::new(SegQueue::new());
         let on_expire: Callback<T> = Arc::new(on_expire);
-        let (expirer, executor_wakeups) = match config.expiry {
+        let (expirer, offload) = match config.expiry {
             Expiry::OnWorker => (Expirer::OnWorker(on_expire), None),
             Expiry::Offload { threads } => {
-                let wakeups = Arc::new(Counter::default());
-                let pool =
-                    OffloadPool::new("wheel-offload", threads, on_expire, Arc::clone(&wakeups));
-                (Expirer::Offload(pool), Some(wakeups))
+                let pool = Arc::new(OffloadPool::new("wheel-offload", threads, on_expire));
+                (Expirer::Offload(Arc::clone(&pool)), Some(pool))
             }
         };
         let worker = Worker::new(
@@ -156,7 +155,7 @@ impl<T: Send + 'static> HashedWheelTimer<T> {
         Self {
             new_timeouts,
             core,
-            executor_wakeups,
+            offload,
             worker: Some(threads::spawn_named("wheel-worker".into(), move || {
                 worker.run()
             })),
@@ -185,8 +184,9 @@ impl<T: Send + 'static> HashedWheelTimer<T> {
     }
 
     /// `registered`, `cancelled`, `fired`, `ticks`, `transferred`, `cancelled_unlinked`,
-    /// and in offload mode `executor_wakeups`. All but `registered` are the worker's counts
-    /// and lag up to a tick behind the cancels; all are exact once the timer is quiet.
+    /// and in offload mode `executor_wakeups` (submits that woke a waiting pool thread).
+    /// All but `registered` and `executor_wakeups` are the worker's counts and lag up to a
+    /// tick behind the cancels; all are exact once the timer is quiet.
     pub fn counters(&self) -> Vec<(&'static str, u64)> {
         let counters = &self.core.counters;
         // Retired first: the worker lowers `pending` before it counts the retirement, so
@@ -201,8 +201,8 @@ impl<T: Send + 'static> HashedWheelTimer<T> {
             ("transferred", counters.transferred.get()),
             ("cancelled_unlinked", counters.cancelled_unlinked.get()),
         ];
-        if let Some(wakeups) = &self.executor_wakeups {
-            out.push(("executor_wakeups", wakeups.get()));
+        if let Some(pool) = &self.offload {
+            out.push(("executor_wakeups", pool.wakeups()));
         }
         out
     }

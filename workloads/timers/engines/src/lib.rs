@@ -25,9 +25,9 @@
 //! of buckets (512 by default; timeouts further away than one turn wait out
 //! `remainingRounds` turns), and expires the current bucket. Expiry is coarse (up to one
 //! tick late) and all bucket work happens on one thread. Lettuce 6.3.2's timer task only
-//! submits the expiry to its event executor group: [`Expiry::Offload`] hands it to a small
-//! thread pool. [`Expiry::OnWorker`] runs it on the worker, as a plain Netty `TimerTask`
-//! would, for reference.
+//! submits the expiry to its event executor group: [`Expiry::Offload`] hands it to a pool
+//! built like that group (the same chooser and task queues). [`Expiry::OnWorker`] runs it
+//! on the worker, as a plain Netty `TimerTask` would, for reference.
 //!
 //! # [`ScheduledExecutor`]: Java's `ScheduledThreadPoolExecutor` (for comparison)
 //!
@@ -44,6 +44,7 @@
 //! Dropping an engine stops and joins its threads; timeouts still pending are dropped
 //! without running.
 
+mod chooser;
 mod counter;
 mod event_executor;
 mod executor;
@@ -52,6 +53,7 @@ mod hashed_wheel;
 mod padded;
 mod scheduled_executor;
 mod state;
+mod task_queue;
 mod threads;
 
 pub use event_executor::EventExecutorGroup;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::scheduled_heap::ScheduledHeap;
-use super::task_queue::{Polled, TaskQueue};
 use super::{Counters, Scheduled, ScheduledTimeout, Task};
+use crate::task_queue::{Polled, TaskQueue};
 use crate::threads::Callback;
 
 pub(super) struct ExecutorThread<T> {

@@ -137,14 +137,15 @@ impl<T> ScheduledHeap<T> {
 #[cfg(test)]
 mod tests {
     use super::ScheduledHeap;
-    use crate::event_executor::{Scheduled, ScheduledTimeout, TaskQueue, NOT_IN_HEAP};
+    use crate::event_executor::{Scheduled, ScheduledTimeout, Task, NOT_IN_HEAP};
     use crate::state::TimeoutState;
+    use crate::task_queue::TaskQueue;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
     fn scheduled(deadline: Instant, task: u32) -> Scheduled<u32> {
-        let queue: Arc<TaskQueue<crate::event_executor::Task<u32>>> = Arc::new(TaskQueue::new());
+        let queue: Arc<TaskQueue<Task<u32>>> = Arc::new(TaskQueue::new());
         Scheduled {
             timeout: Arc::new(ScheduledTimeout {
                 deadline,

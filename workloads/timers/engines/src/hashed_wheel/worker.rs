@@ -14,7 +14,7 @@ use crate::threads::Callback;
 
 pub(super) enum Expirer<T> {
     OnWorker(Callback<T>),
-    Offload(OffloadPool<T>),
+    Offload(Arc<OffloadPool<T>>),
 }
 
 /// A timeout in a bucket. Times are nanoseconds since the wheel started, like Netty's.
@@ -175,7 +175,7 @@ impl<T> Worker<T> {
             return;
         }
         self.core.counters.fired.inc();
-        match &mut self.expirer {
+        match &self.expirer {
             Expirer::OnWorker(fire) => fire(entry.task),
             Expirer::Offload(pool) => pool.submit(entry.task),
         }

@@ -1,4 +1,4 @@
-//! An executor's task queue: Java's `LinkedBlockingQueue`, the queue Netty's
+//! An event executor's task queue: Java's `LinkedBlockingQueue`, the queue Netty's
 //! `SingleThreadEventExecutor` creates by default. Producers serialise on one lock, the
 //! consumer on another, and an atomic count links the two ends: a producer only takes the
 //! consumer's lock (`signalNotEmpty`) when its offer found the queue empty.
@@ -37,13 +37,13 @@ struct TakeSide {
 }
 
 /// The outcome of [`TaskQueue::poll_timeout`].
-pub(super) enum Polled<E> {
+pub(crate) enum Polled<E> {
     Item(E),
     TimedOut,
     Closed,
 }
 
-pub(super) struct TaskQueue<E> {
+pub(crate) struct TaskQueue<E> {
     put: Padded<Mutex<PutSide>>,
     take: Padded<Mutex<TakeSide>>,
     /// `notEmpty`, paired with the take lock.
@@ -53,7 +53,7 @@ pub(super) struct TaskQueue<E> {
 }
 
 impl<E> TaskQueue<E> {
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             put: Padded(Mutex::new(PutSide { closed: false })),
             take: Padded(Mutex::new(TakeSide {
@@ -69,7 +69,7 @@ impl<E> TaskQueue<E> {
 
     /// `offer`: appends under the put lock, then, if the queue was empty before, wakes the
     /// consumer under the take lock. Gives the item back once the queue is closed.
-    pub(super) fn offer(&self, item: E) -> Result<(), E> {
+    pub(crate) fn offer(&self, item: E) -> Result<(), E> {
         let was = {
             let put = self.put.lock().expect(POISONED);
             if put.closed {
@@ -85,7 +85,7 @@ impl<E> TaskQueue<E> {
     }
 
     /// `take`: blocks until an item is queued; None once the queue is closed.
-    pub(super) fn take(&self) -> Option<E> {
+    pub(crate) fn take(&self) -> Option<E> {
         let mut take = self.lock_take();
         while self.is_empty() {
             if take.closed {
@@ -97,7 +97,7 @@ impl<E> TaskQueue<E> {
     }
 
     /// `poll(timeout)`: like [`take`](Self::take), but waits `timeout` at most.
-    pub(super) fn poll_timeout(&self, timeout: Duration) -> Polled<E> {
+    pub(crate) fn poll_timeout(&self, timeout: Duration) -> Polled<E> {
         let until = Instant::now() + timeout;
         let mut take = self.lock_take();
         while self.is_empty() {
@@ -115,7 +115,7 @@ impl<E> TaskQueue<E> {
 
     /// `poll()`: an item if one is queued, without waiting (and without locking when the
     /// count says the queue is empty).
-    pub(super) fn poll(&self) -> Option<E> {
+    pub(crate) fn poll(&self) -> Option<E> {
         if self.is_empty() {
             return None;
         }
@@ -124,7 +124,7 @@ impl<E> TaskQueue<E> {
     }
 
     /// Refuses further offers and makes the consumer's `take` and `poll_timeout` return.
-    pub(super) fn close(&self) {
+    pub(crate) fn close(&self) {
         self.put.lock().expect(POISONED).closed = true;
         let mut take = self.lock_take();
         take.closed = true;
@@ -132,7 +132,7 @@ impl<E> TaskQueue<E> {
     }
 
     /// Drops every queued item; for after the consumer has exited.
-    pub(super) fn clear(&self) {
+    pub(crate) fn clear(&self) {
         let _take = self.lock_take();
         while self.items.pop().is_some() {
             self.count.fetch_sub(1, Ordering::AcqRel);
@@ -140,7 +140,7 @@ impl<E> TaskQueue<E> {
     }
 
     /// Signals that woke the waiting consumer.
-    pub(super) fn wakeups(&self) -> u64 {
+    pub(crate) fn wakeups(&self) -> u64 {
         self.lock_take().wakeups
     }
 

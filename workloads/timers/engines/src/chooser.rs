@@ -1,11 +1,12 @@
-//! Netty's `DefaultEventExecutorChooserFactory`: which executor of the group takes the
-//! next task, round-robin through one atomic index that every scheduling thread bumps.
+//! Netty's `DefaultEventExecutorChooserFactory`: which executor of an event executor group
+//! takes the next task, round-robin through one atomic index that every submitting thread
+//! bumps.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::padded::Padded;
 
-pub(super) struct Chooser {
+pub(crate) struct Chooser {
     /// Netty's `idx`: a separate `AtomicInteger` object (`AtomicLong` for the generic
     /// chooser), so boxed, and on lines of its own.
     index: Box<Padded<AtomicUsize>>,
@@ -21,7 +22,7 @@ enum Pick {
 }
 
 impl Chooser {
-    pub(super) fn new(executors: usize) -> Self {
+    pub(crate) fn new(executors: usize) -> Self {
         assert!(executors > 0, "a group needs at least one executor");
         let pick = if executors.is_power_of_two() {
             Pick::Mask(executors - 1)
@@ -35,7 +36,7 @@ impl Chooser {
     }
 
     /// The index of the executor for the next task.
-    pub(super) fn next(&self) -> usize {
+    pub(crate) fn next(&self) -> usize {
         let index = self.index.fetch_add(1, Ordering::Relaxed);
         match self.pick {
             Pick::Mask(mask) => index & mask,
