@@ -20,6 +20,7 @@ use std::time::Instant;
 use crate::chooser::Chooser;
 use crate::counter::OwnedCounter;
 use crate::handle::TimerHandle;
+use crate::padded::Padded;
 use crate::state::TimeoutState;
 use crate::task_queue::TaskQueue;
 use crate::threads::{self, Callback};
@@ -72,7 +73,7 @@ impl<T: Send> RemovalQueue for TaskQueue<Task<T>> {
     }
 }
 
-/// One executor's counts; only its thread bumps them.
+/// One executor's counts; only its thread bumps them, so they get cache lines of their own.
 #[derive(Debug, Default)]
 struct Counters {
     registered: OwnedCounter,
@@ -90,7 +91,7 @@ struct Counters {
 /// A group of `threads` executors, threads named `event-exec-N`.
 pub struct EventExecutorGroup<T> {
     queues: Vec<Arc<TaskQueue<Task<T>>>>,
-    counters: Vec<Arc<Counters>>,
+    counters: Vec<Arc<Padded<Counters>>>,
     chooser: Chooser,
     threads: Vec<JoinHandle<()>>,
 }
@@ -105,9 +106,7 @@ impl<T: Send + 'static> EventExecutorGroup<T> {
         let chooser = Chooser::new(threads);
         let on_expire: Callback<T> = Arc::new(on_expire);
         let queues: Vec<_> = (0..threads).map(|_| Arc::new(TaskQueue::new())).collect();
-        let counters: Vec<_> = (0..threads)
-            .map(|_| Arc::new(Counters::default()))
-            .collect();
+        let counters: Vec<_> = (0..threads).map(|_| Arc::new(Padded::default())).collect();
         let threads = queues
             .iter()
             .zip(&counters)

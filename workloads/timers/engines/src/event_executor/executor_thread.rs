@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use super::scheduled_heap::ScheduledHeap;
 use super::{Counters, Scheduled, ScheduledTimeout, Task};
+use crate::padded::Padded;
 use crate::task_queue::{Polled, TaskQueue};
 use crate::threads::Callback;
 
@@ -14,14 +15,14 @@ pub(super) struct ExecutorThread<T> {
     queue: Arc<TaskQueue<Task<T>>>,
     heap: ScheduledHeap<T>,
     on_expire: Callback<T>,
-    counters: Arc<Counters>,
+    counters: Arc<Padded<Counters>>,
 }
 
 impl<T> ExecutorThread<T> {
     pub(super) fn new(
         queue: Arc<TaskQueue<Task<T>>>,
         on_expire: Callback<T>,
-        counters: Arc<Counters>,
+        counters: Arc<Padded<Counters>>,
     ) -> Self {
         Self {
             queue,
