@@ -18,7 +18,7 @@ QUICK ?=
 suites_flag = $(if $(SUITES),--suites $(SUITES))
 
 .PHONY: deps system-deps python-env inferno build bpf bench test lint test-rust test-loom test-go \
-	test-python lock clean
+	test-python lock schema clean
 
 ## deps: Debian packages (as root), the pinned Python environment, inferno, the eBPF
 ## collectors, every workload built
@@ -89,6 +89,10 @@ lock:
 	/tmp/harness-piptools/bin/pip install --quiet pip-tools
 	/tmp/harness-piptools/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
 		-o requirements.lock requirements.in
+
+## schema: write docs/run.schema.json again from the run.json model (harness/rundoc/model.py)
+schema: python-env
+	$(VENV)/bin/python -m harness.rundoc.schema > docs/run.schema.json
 
 clean:
 	rm -rf $(VENV) $(TIMERS)/target $(TOOLS) $(POOLS)/bin

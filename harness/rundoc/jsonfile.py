@@ -1,0 +1,66 @@
+"""Reading and writing run.json: `compare`, `report` and the runner all go through here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.errors import BadInput
+from harness.rundoc.model import SCHEMA_VERSION, RunDoc
+
+
+class RunLoadError(BadInput):
+    """A path that is not a readable run.json; the message names the path and the problem."""
+
+
+def as_json(run: RunDoc) -> dict[str, Any]:
+    """The document as run.json holds it; a NaN or infinity (the interval of one sample)
+    becomes null."""
+    return run.model_dump(mode="json")
+
+
+def dumps(run: RunDoc) -> str:
+    return json.dumps(as_json(run), indent=2, allow_nan=False)
+
+
+def load_run(path: Path) -> RunDoc:
+    """The run.json of a run directory, or the file itself."""
+    file = path / "run.json" if path.is_dir() else path
+    if not file.is_file():
+        where = "no run.json in this directory" if path.is_dir() else "no such file"
+        raise RunLoadError(
+            f"{path}: no run here: {where} (expected a run directory or its run.json)"
+        )
+    try:
+        doc = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise RunLoadError(f"cannot read {file}: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise RunLoadError(f"cannot read {file}: not text: {error.reason}") from error
+    except json.JSONDecodeError as error:
+        raise RunLoadError(f"cannot read {file}: not valid JSON: {error}") from error
+    if not isinstance(doc, dict):
+        raise RunLoadError(f"{file}: not a harness run.json (not a JSON object)")
+    if not isinstance(doc.get("cells"), list):
+        raise RunLoadError(f"{file}: not a harness run.json (no list of cells)")
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise RunLoadError(
+            f"{file}: schema_version {version!r}, this harness reads schema_version "
+            f"{SCHEMA_VERSION} only (docs/run-json.md lists the versions)"
+        )
+    try:
+        return RunDoc.model_validate(doc)
+    except ValidationError as error:
+        raise RunLoadError(f"{file}: not a valid run.json: {_first_problem(error)}") from None
+
+
+def _first_problem(error: ValidationError) -> str:
+    problems = error.errors()
+    first = problems[0]
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])
+    more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+    return f"{where.lstrip('.') or 'the document'}: {first['msg']}{more}"

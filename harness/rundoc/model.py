@@ -1,0 +1,366 @@
+"""The run.json document as typed records: the one definition of what a run directory's
+run.json holds (docs/run-json.md explains every key; docs/run.schema.json is generated from
+these classes by `make schema`).
+
+Format history (`schema_version`):
+- 1: the shape the harness modules wrote into a nested dict; never written down.
+- 2: this model. The keys of 1, each with a defined type; unknown keys are refused.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic.json_schema import SkipJsonSchema
+
+SchemaVersion = Literal[2]
+SCHEMA_VERSION: Final[SchemaVersion] = 2
+
+Status = Literal["running", "complete", "partial", "failed", "interrupted"]
+PlotKind = Literal["wait", "per_conn"]
+Verdict = Literal["better", "worse", "no change", "changed", "inconclusive"]
+ParamValue = int | float | bool | str
+Ratios = dict[str, float | None]
+
+T = TypeVar("T")
+
+
+class _LeftOut:
+    """Marks a field that is left out of the file while it is None."""
+
+
+LEFT_OUT = _LeftOut()
+# A key that only some documents have: absent (never null) when it does not apply, so that
+# `"path" in entry` says whether a probe wrote a file.
+Absent = Annotated[T | SkipJsonSchema[None], LEFT_OUT]
+
+
+class Record(BaseModel):
+    """A JSON object of run.json: its keys are exactly the fields, with their types."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
+
+    @model_serializer(mode="wrap")
+    def _leave_out_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        fields = type(self).model_fields
+        return {
+            key: value
+            for key, value in data.items()
+            if value is not None or LEFT_OUT not in fields[key].metadata
+        }
+
+
+class Git(Record):
+    """The checkout the harness ran from."""
+
+    commit: str | None
+    """HEAD's full hash; null outside a git checkout or before the first commit."""
+    dirty: bool | None
+    """Tracked or untracked (not ignored) files differ from HEAD; null when unknown."""
+
+
+class Host(Record):
+    """Facts of the machine that move benchmark figures (null: could not be read)."""
+
+    hostname: str | None
+    kernel: str | None
+    """Kernel release (uname -r)."""
+    cpu_model: str | None
+    logical_cpus: int | None
+    """Online logical CPUs."""
+    governor: str
+    """cpufreq scaling governor of cpu0, `unknown` without cpufreq."""
+    smt: bool | None
+    """Simultaneous multithreading active."""
+    isolated_cpus: list[int] | None
+    """CPUs isolated from the scheduler (isolcpus)."""
+    turbo: bool | None
+    """Turbo/boost enabled."""
+
+
+class Scale(Record):
+    """How `make bench` scaled its matrix's parameters to this machine."""
+
+    logical_cpus: int
+    reference_threads: int
+    """The machine size the matrix's values are written for."""
+    minimum: int
+    """No scaled value goes below this."""
+    params: list[str]
+    """The scaled parameters: value x logical_cpus / reference_threads."""
+
+
+class Config(Record):
+    """What was asked for: the plan of the run."""
+
+    binary: str
+    """The workload executable."""
+    strategies: list[str]
+    scenario: str | list[str]
+    """The scenario, or the list of them when the run has several."""
+    params: dict[str, list[ParamValue]]
+    """The swept parameters: name -> values (one cell per combination and strategy)."""
+    duration_s: float
+    """Measured seconds per repeat."""
+    warmup_s: float
+    """Warm-up seconds before each measured window."""
+    repeats: int
+    """Repeats of every cell."""
+    order: Literal["interleaved", "sequential"]
+    probes: list[str]
+    """Probes attached to every repeat (`sched`, `futex`, `gc`, `oncpu`, `bt:<script>`)."""
+    probe_overhead: bool
+    """Each cell also ran without probes and with each probe alone (--probe-overhead)."""
+    baseline: str
+    """The strategy the others are compared with."""
+    scale: Scale | None
+    """Set by `harness bench` when suite.toml scales its matrix; null otherwise."""
+    perf_frequency_hz: int
+    """oncpu sampling frequency per CPU."""
+    callgraph: Literal["fp", "dwarf"]
+    """oncpu stack unwinding: frame pointers or DWARF."""
+    mutex_patterns: list[str]
+    """Frame substrings that make an on-CPU sample lock-related (mutex_share)."""
+    command: list[str]
+    """The harness command line."""
+
+
+class Metric(Record):
+    """A metric worth summarising, as the workload's `describe` (or a probe) declares it."""
+
+    name: str
+    """Key in a repeat's result; nested objects joined by dots (`latency_ns.p99`)."""
+    unit: Absent[str] = None
+    better: Absent[str] = None
+    """`higher` or `lower`; anything else (or none) means no direction."""
+    headline: Absent[bool] = None
+    """A column of the summary table; the first one is compared with the baseline."""
+
+
+class Failure(Record):
+    """A repeat that did not produce a result."""
+
+    repeat: int
+    """1-based."""
+    exit_code: int | None
+    """Negative: killed by that signal; null: never started."""
+    error: str
+    """Why it failed, and the workload's last line on stderr."""
+    stderr_tail: list[str]
+    """The workload's last lines on stderr."""
+    elapsed_s: float
+
+
+class Summary(Record):
+    """One metric over a cell's successful repeats, in the metric's unit."""
+
+    median: float
+    min: float
+    max: float
+    ci95_low: float
+    """Lower end of the order-statistic interval of the median."""
+    ci95_high: float
+    ci_coverage: float
+    """Probability that [ci95_low, ci95_high] covers the median: 0.95 or more from 6
+    repeats on, less below (the interval is then [min, max])."""
+    n: int
+    """Repeats that reported the metric."""
+
+
+class ProbeRepeat(Record):
+    """One repeat's output of one probe: a summary and the raw file, or why there is none."""
+
+    repeat: int
+    """1-based."""
+    unavailable: Absent[str] = None
+    """The probe cannot run here (no privileges, no BTF, not built), and why."""
+    error: Absent[str] = None
+    """The probe ran and failed, and why."""
+    path: Absent[str] = None
+    """The raw output, relative to the run directory (probes/<cell>/r<N>-<probe>.json)."""
+    window_ns: Absent[int] = None
+    """Collectors: length of the measured window they counted over."""
+    lost_events: Absent[int] = None
+    """Collectors: events dropped (0 is required for exact figures)."""
+    totals: Absent[dict[str, Any]] = None
+    """Collectors: their totals over the window (see docs/probes.md)."""
+    script: Absent[str] = None
+    """bpftrace: the script."""
+    diff: Absent[dict[str, Any]] = None
+    """bpftrace: each map's value at measure_end minus measure_start."""
+    not_diffed: Absent[list[str]] = None
+    """bpftrace: maps whose window difference could not be taken."""
+    output: Absent[list[Any]] = None
+    """bpftrace: what the script printed besides maps."""
+    notes: Absent[list[str]] = None
+    """bpftrace: caveats of the window difference."""
+    per_op: Absent[dict[str, Any]] = None
+    """bpftrace: the numbers of `diff` divided by the repeat's op count."""
+
+
+class ProbeSummary(Record):
+    """One probe over a cell's repeats."""
+
+    repeats: list[ProbeRepeat]
+    paths: Absent[list[str]] = None
+    """Raw files of the repeats that produced output."""
+    lost_events: Absent[int] = None
+    """Sum over those repeats."""
+    totals: Absent[dict[str, Any]] = None
+    """Collectors' totals added up over the repeats (numbers add, histograms bucket by
+    bucket)."""
+    unavailable: Absent[str] = None
+    """No repeat produced output: the last repeat's reason."""
+    error: Absent[str] = None
+    """No repeat produced output: the last repeat's error."""
+
+
+class TopFrame(Record):
+    frame: str
+    samples: int
+    """On-CPU samples with this frame as the leaf (self time)."""
+    share: float
+    """samples / the client's samples."""
+
+
+class GrownFrame(Record):
+    frame: str
+    baseline_share: float
+    """Self share in the baseline cell's client samples."""
+    share: float
+    """Self share in this cell's client samples."""
+    delta: float
+    """share - baseline_share (> 0)."""
+
+
+class Profile(Record):
+    """Flame graphs and the figures read off the stacks (docs/profiles.md); paths relative to
+    the run directory. Empty until the profiles are drawn at the end of the run."""
+
+    notes: Absent[list[str]] = None
+    """What is missing and why (`no off-CPU graph: ...`)."""
+    folded: Absent[str] = None
+    """On-CPU folded stacks of every process, all repeats."""
+    svg: Absent[str] = None
+    """On-CPU flame graph."""
+    samples: Absent[int] = None
+    """On-CPU samples of every process."""
+    client_samples: Absent[int] = None
+    """On-CPU samples of the measured client."""
+    mutex_share: Absent[float] = None
+    """Share (0-1) of the client's samples with a lock-related frame, over all repeats."""
+    top_self: Absent[list[TopFrame]] = None
+    """The client's 10 frames with the most self time."""
+    diff_svg: Absent[str] = None
+    """Differential flame graph against the baseline cell (red: more than the baseline)."""
+    diff_baseline: Absent[str] = None
+    """Id of that baseline cell."""
+    grew: Absent[list[GrownFrame]] = None
+    """The 10 frames whose self share grew most against the baseline."""
+    offcpu_folded: Absent[str] = None
+    """futex waits, weighted by blocked ns."""
+    offcpu_svg: Absent[str] = None
+    offcpu_ns: Absent[int] = None
+    """ns blocked in futex waits, all repeats."""
+    wakeup_folded: Absent[str] = None
+    """waker thread -> wakee thread, weighted by wake-ups."""
+    wakeup_svg: Absent[str] = None
+    wakeups: Absent[int] = None
+    """Wake-ups of the workload's threads, all repeats."""
+
+
+class Cell(Record):
+    """One strategy at one scenario and parameter combination, and its repeats."""
+
+    id: str
+    """`<strategy>/<param>=<value>...` over the swept params, `<scenario>/` first when the run
+    has several scenarios."""
+    strategy: str
+    scenario: str
+    params: dict[str, ParamValue]
+    """The parameters the harness set (--param, the sweep)."""
+    resolved_params: dict[str, Any]
+    """Every parameter as the workload resolved it (from its first result)."""
+    repeats: list[dict[str, Any]]
+    """Each successful repeat's result object (docs/workload-contract.md), plus the per-op
+    metrics derived from its probes (docs/probes.md) and mutex_share."""
+    failures: list[Failure]
+    summary: dict[str, Summary]
+    """Every numeric metric of the repeats (dotted name) -> its summary."""
+    probes: dict[str, ProbeSummary]
+    """Probe name -> what it recorded; empty without probes."""
+    profile: Profile
+    probe_variants: Absent[dict[str, list[dict[str, Any]]]] = None
+    """--probe-overhead: probe set (`none`, a probe's name) -> the result objects of the
+    repeats run with it; they feed probe_overhead only."""
+    probe_overhead: Absent[Ratios] = None
+    """--probe-overhead: probe set -> median ops/s with it / without probes (null: a side
+    has no repeat)."""
+
+
+class Comparison(Record):
+    """A candidate cell against the baseline cell of the same scenario and params, on one
+    metric."""
+
+    metric: str
+    scenario: str
+    params: dict[str, ParamValue]
+    baseline: str
+    """The baseline strategy."""
+    candidate: str
+    """The compared strategy."""
+    better: str | None
+    """The metric's direction, as declared."""
+    baseline_median: float | None
+    candidate_median: float | None
+    n_baseline: int
+    n_candidate: int
+    ratio: float | None
+    """candidate median / baseline median."""
+    ci95_low: float | None
+    """95% percentile-bootstrap interval of the ratio."""
+    ci95_high: float | None
+    p_value: float | None
+    """Two-sided Mann-Whitney U."""
+    significant: bool
+    """p < 0.05."""
+    verdict: Verdict
+    reason: str | None
+    """Why a figure is missing or cannot be significant."""
+
+
+class Plot(Record):
+    scenario: str
+    kind: PlotKind
+    """`wait`: wait-time CDFs; `per_conn`: work per connection."""
+    path: str
+    """PNG, relative to the run directory."""
+
+
+class RunDoc(Record):
+    """results/runs/<run_id>/run.json."""
+
+    schema_version: SchemaVersion
+    run_id: str
+    """<UTC start time>-<short commit> (`nogit` outside a checkout), -2, -3... if taken."""
+    suite: str
+    status: Status
+    """`running` until the end; then `complete`, `partial` (some repeats failed), `failed`
+    (none succeeded) or `interrupted` (Ctrl-C, SIGTERM)."""
+    started_at: str
+    """UTC, ISO 8601 (2026-11-21T03:04:04Z)."""
+    finished_at: str | None
+    """UTC, ISO 8601; null while running."""
+    git: Git
+    host: Host
+    config: Config
+    metrics: list[Metric]
+    """The workload's declared metrics, then the probes' when the run has probes."""
+    cells: list[Cell]
+    comparisons: list[Comparison]
+    """Every non-baseline cell x declared metric; empty until the run ends."""
+    plots: list[Plot]
+    probe_overhead: Absent[Ratios] = None
+    """--probe-overhead: probe set -> geometric mean of the cells' ratios."""
