@@ -208,6 +208,9 @@ def parse_description(data: object, suite_name: str) -> Description:
     for i, metric in enumerate(metrics):
         if not isinstance(metric, dict) or not isinstance(metric.get("name"), str):
             raise ValueError(f"metrics[{i}] needs a string 'name'")
+        for key, kind in (("unit", str), ("better", str), ("headline", bool)):
+            if key in metric and not isinstance(metric[key], kind):
+                raise ValueError(f"metrics[{i}].{key} must be a {kind.__name__}")
     baseline = data.get("baseline")
     if baseline is not None and not isinstance(baseline, str):
         raise ValueError(f"'baseline' must be a strategy name, got {baseline!r}")

@@ -174,6 +174,7 @@ def test_values_render_for_the_command_line() -> None:
         ),
         ({"params": [{"name": "m", "type": "choice", "default": "a"}]}, "params[0].choices"),
         ({"metrics": [{"unit": "ns"}]}, "metrics[0] needs a string 'name'"),
+        ({"metrics": [{"name": "x", "better": 1}]}, "metrics[0].better must be a str"),
         (
             {"scenarios": [{"name": "steady", "params": {"ghost": 1}}]},
             "scenarios[0].params sets 'ghost'",
