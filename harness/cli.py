@@ -30,6 +30,7 @@ from harness.profiles.patterns import DEFAULT_MUTEX_PATTERNS, parse_patterns
 from harness.profiles.settings import CALLGRAPHS, DEFAULT_FREQUENCY_HZ, ProfileSettings
 from harness.report import write_all
 from harness.results import RunRecord, check_out_dir, dumps
+from harness.rundoc import jsonfile
 from harness.runlock import RunLock
 from harness.runner import execute, stop_on_signals
 from harness.suites import Suite, discover, select
@@ -567,7 +568,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         table_console = _stderr() if args.json else _stdout()
         record, status = _run(plan, out_dir, args.command_line, slack_s, table_console)
     if args.json:
-        print(dumps(record.doc))
+        print(jsonfile.dumps(record.run))
     where = sys.stderr if args.json else sys.stdout
     print(f"run directory: {record.run_dir}", file=where, flush=True)
     return _status_exit(record, status)
@@ -648,7 +649,7 @@ def _run(
         )
         status = execute(plan, record, _stderr(), stop, slack_s)
         reports = write_all(record.run_dir)
-    tables.print_run(record.doc, table_console)
+    tables.print_run(jsonfile.as_json(record.run), table_console)
     for path in reports:
         print(f"{path.name}: {path}", file=sys.stderr if table_console.stderr else sys.stdout)
     return record, status
@@ -665,7 +666,7 @@ def _status_exit(record: RunRecord, status: str) -> int:
     if failures:
         print(
             f"harness: {failures} of {successes + failures} repeats failed in suite "
-            f"'{record.doc['suite']}' (status {status}); exit codes and stderr are in "
+            f"'{record.run.suite}' (status {status}); exit codes and stderr are in "
             f"{record.path} under cells[].failures",
             file=sys.stderr,
         )

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from harness.probes.metrics import PROBE_METRICS
 from harness.profiles.run_diff import diff_runs
+from harness.rundoc import jsonfile
 from harness.stats import compare_samples, metric_values, params_key, summarize_values
 from harness.tables import (
     DASH,
@@ -29,39 +30,8 @@ from harness.tables import (
     ratio_figure,
 )
 
-SCHEMA_VERSION = 1
 CellKey = tuple[str, str, str, str]
 RESULT_FIELDS = ("ratio", "ci95_low", "ci95_high", "p_value", "significant", "verdict", "reason")
-
-
-class RunLoadError(Exception):
-    """A path that is not a readable run.json; the message names the path and the problem."""
-
-
-def load_run(path: Path) -> dict[str, Any]:
-    """The run.json of a run directory, or the file itself."""
-    file = path / "run.json" if path.is_dir() else path
-    if not file.exists():
-        raise RunLoadError(f"{path}: no run here (expected a run directory or its run.json)")
-    try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise RunLoadError(f"{file}: cannot read it: {error.strerror}") from error
-    except UnicodeDecodeError as error:
-        raise RunLoadError(f"{file}: not text: {error.reason}") from error
-    except json.JSONDecodeError as error:
-        raise RunLoadError(f"{file}: not valid JSON: {error}") from error
-    if not isinstance(doc, dict):
-        raise RunLoadError(f"{file}: not a harness run.json (not a JSON object)")
-    cells = doc.get("cells")
-    if not isinstance(cells, list) or not all(isinstance(cell, dict) for cell in cells):
-        raise RunLoadError(f"{file}: not a harness run.json (no list of cells)")
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise RunLoadError(
-            f"{file}: schema_version {doc.get('schema_version')!r}, "
-            f"this harness reads {SCHEMA_VERSION}"
-        )
-    return doc
 
 
 def cell_key(doc: Mapping[str, Any], cell: Mapping[str, Any]) -> CellKey:
@@ -269,8 +239,9 @@ def render(
 def compare_command(run_a: Path, run_b: Path, console: Console, as_json: bool) -> int:
     """Exit 0 after comparing; 2 when either path is not a readable run."""
     try:
-        a, b = load_run(run_a), load_run(run_b)
-    except RunLoadError as error:
+        a = jsonfile.as_json(jsonfile.load_run(run_a))
+        b = jsonfile.as_json(jsonfile.load_run(run_b))
+    except jsonfile.RunLoadError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     entries = compare_runs(a, b)

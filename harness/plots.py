@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,9 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.profiles.cells import slug
 from harness.results import write_atomic
+from harness.rundoc.model import Cell, Plot, PlotKind
+
+Draw = Callable[[str, Sequence[Cell], Path], bool]
 
 PER_CONN = (
     ("conn_requests", "requests"),
@@ -32,19 +35,19 @@ PER_CONN = (
 )
 
 
-def wait_counts(cell: Mapping[str, Any]) -> Counter[int]:
+def wait_counts(cell: Cell) -> Counter[int]:
     """Upper bucket bound (ns) -> count, over the cell's repeats."""
     total: Counter[int] = Counter()
-    for repeat in cell.get("repeats") or []:
+    for repeat in cell.repeats:
         hist = repeat.get("wait_hist") or {}
         for bound, count in zip(hist.get("le_ns") or [], hist.get("counts") or [], strict=False):
             total[int(bound)] += int(count)
     return total
 
 
-def per_conn(cell: Mapping[str, Any], key: str) -> list[float]:
+def per_conn(cell: Cell, key: str) -> list[float]:
     values: list[float] = []
-    for repeat in cell.get("repeats") or []:
+    for repeat in cell.repeats:
         values += [float(v) for v in repeat.get(key) or []]
     return sorted(values, reverse=True)
 
@@ -57,7 +60,7 @@ def _save(fig: Any, path: Path) -> None:
     write_atomic(path, png.getvalue())
 
 
-def wait_cdf(scenario: str, cells: Sequence[Mapping[str, Any]], path: Path) -> bool:
+def wait_cdf(scenario: str, cells: Sequence[Cell], path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     drawn = False
     for cell in cells:
@@ -70,7 +73,7 @@ def wait_cdf(scenario: str, cells: Sequence[Mapping[str, Any]], path: Path) -> b
         for bound in bounds:
             running += counts[bound]
             ys.append(running / total)
-        ax.step([max(b, 1) / 1e6 for b in bounds], ys, where="post", label=cell.get("strategy"))
+        ax.step([max(b, 1) / 1e6 for b in bounds], ys, where="post", label=cell.strategy)
         drawn = True
     if not drawn:
         plt.close(fig)
@@ -85,7 +88,7 @@ def wait_cdf(scenario: str, cells: Sequence[Mapping[str, Any]], path: Path) -> b
     return True
 
 
-def per_conn_plot(scenario: str, cells: Sequence[Mapping[str, Any]], path: Path) -> bool:
+def per_conn_plot(scenario: str, cells: Sequence[Cell], path: Path) -> bool:
     if not any(per_conn(cell, "conn_requests") for cell in cells):
         return False
     fig, axes = plt.subplots(1, len(PER_CONN), figsize=(13, 4))
@@ -93,7 +96,7 @@ def per_conn_plot(scenario: str, cells: Sequence[Mapping[str, Any]], path: Path)
         for cell in cells:
             values = per_conn(cell, key)
             if values:
-                ax.plot(range(1, len(values) + 1), values, marker=".", label=cell.get("strategy"))
+                ax.plot(range(1, len(values) + 1), values, marker=".", label=cell.strategy)
         ax.set_xlabel("connection (ranked)")
         ax.set_ylabel(f"{label} per connection")
         ax.set_title(label)
@@ -105,16 +108,15 @@ def per_conn_plot(scenario: str, cells: Sequence[Mapping[str, Any]], path: Path)
     return True
 
 
-def write_plots(run_dir: Path, doc: dict[str, Any]) -> list[dict[str, str]]:
-    """Draw what the run's cells support; sets doc["plots"] and returns it."""
-    cells = list(doc.get("cells") or [])
-    plots: list[dict[str, str]] = []
-    for scenario in dict.fromkeys(str(cell.get("scenario")) for cell in cells):
-        group = [cell for cell in cells if str(cell.get("scenario")) == scenario]
-        for kind, draw in (("wait", wait_cdf), ("per_conn", per_conn_plot)):
+def write_plots(run_dir: Path, cells: Sequence[Cell]) -> list[Plot]:
+    """Draw what the run's cells support; returns run.json's `plots`."""
+    plots: list[Plot] = []
+    for scenario in dict.fromkeys(cell.scenario for cell in cells):
+        group = [cell for cell in cells if cell.scenario == scenario]
+        draws: tuple[tuple[PlotKind, Draw], ...] = (("wait", wait_cdf), ("per_conn", per_conn_plot))
+        for kind, draw in draws:
             path = run_dir / "plots" / f"{slug(scenario)}.{kind}.png"
             if draw(scenario, group, path):
                 where = str(path.relative_to(run_dir))
-                plots.append({"scenario": scenario, "kind": kind, "path": where})
-    doc["plots"] = plots
+                plots.append(Plot(scenario=scenario, kind=kind, path=where))
     return plots

@@ -14,8 +14,24 @@ from harness import stats
 from harness.errors import BadInput
 from harness.plan import Plan
 from harness.probes.metrics import PROBE_METRICS
-
-SCHEMA_VERSION = 1
+from harness.rundoc import jsonfile
+from harness.rundoc.model import (
+    SCHEMA_VERSION,
+    Cell,
+    Comparison,
+    Config,
+    Failure,
+    Git,
+    Host,
+    Metric,
+    Plot,
+    ProbeSummary,
+    Profile,
+    Ratios,
+    RunDoc,
+    Status,
+    Summary,
+)
 
 
 def utc_now() -> str:
@@ -83,7 +99,7 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def final_status(interrupted: bool, successes: int, failures: int) -> str:
+def final_status(interrupted: bool, successes: int, failures: int) -> Status:
     if interrupted:
         return "interrupted"
     if successes == 0:
@@ -92,11 +108,12 @@ def final_status(interrupted: bool, successes: int, failures: int) -> str:
 
 
 class RunRecord:
-    """The run.json document of one run and the directory it lives in."""
+    """The owner of a run's run.json: the only code that changes the document. The runner,
+    probes, profiles and plots compute values; the record stores them and writes the file."""
 
-    def __init__(self, run_dir: Path, doc: dict[str, Any]) -> None:
+    def __init__(self, run_dir: Path, run: RunDoc) -> None:
         self.run_dir = run_dir
-        self.doc = doc
+        self.run = run
 
     @property
     def path(self) -> Path:
@@ -112,73 +129,108 @@ class RunRecord:
         host: Mapping[str, Any],
         command: Sequence[str],
     ) -> RunRecord:
-        commit = git.get("commit")
-        run_id, run_dir = make_run_dir(out_dir, commit if isinstance(commit, str) else None)
-        doc: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "run_id": run_id,
-            "suite": plan.suite.name,
-            "status": "running",
-            "started_at": utc_now(),
-            "finished_at": None,
-            "git": dict(git),
-            "host": dict(host),
-            "config": {**plan.config(), "command": list(command)},
-            "metrics": [dict(m) for m in plan.description.metrics]
-            + ([dict(m) for m in PROBE_METRICS] if plan.probes else []),
-            "cells": [
-                {
-                    "id": cell.id,
-                    "strategy": cell.strategy,
-                    "scenario": cell.scenario,
-                    "params": dict(cell.params),
-                    "resolved_params": {},
-                    "repeats": [],
-                    "failures": [],
-                    "summary": {},
-                    "probes": {},
-                    "profile": {},
-                }
+        checkout = Git.model_validate(git)
+        machine = Host.model_validate(host)
+        config = Config.model_validate({**plan.config(), "command": list(command)})
+        declared = [*plan.description.metrics, *(PROBE_METRICS if plan.probes else ())]
+        metrics = [_metric(m) for m in declared]
+        run_id, run_dir = make_run_dir(out_dir, checkout.commit)
+        run = RunDoc(
+            schema_version=SCHEMA_VERSION,
+            run_id=run_id,
+            suite=plan.suite.name,
+            status="running",
+            started_at=utc_now(),
+            finished_at=None,
+            git=checkout,
+            host=machine,
+            config=config,
+            metrics=metrics,
+            cells=[
+                Cell(
+                    id=cell.id,
+                    strategy=cell.strategy,
+                    scenario=cell.scenario,
+                    params=dict(cell.params),
+                    resolved_params={},
+                    repeats=[],
+                    failures=[],
+                    summary={},
+                    probes={},
+                    profile=Profile(),
+                )
                 for cell in plan.cells
             ],
-            "comparisons": [],
-            "plots": [],
-        }
-        record = cls(run_dir, doc)
+            comparisons=[],
+            plots=[],
+        )
+        record = cls(run_dir, run)
         record.write()
         return record
 
-    def cell(self, index: int) -> dict[str, Any]:
-        cell: dict[str, Any] = self.doc["cells"][index]
-        return cell
+    def cell(self, index: int) -> Cell:
+        return self.run.cells[index]
 
     def add_result(self, index: int, result: Mapping[str, Any]) -> None:
         cell = self.cell(index)
-        cell["repeats"].append(dict(result))
+        cell.repeats.append(dict(result))
         params = result.get("params")
-        if not cell["resolved_params"] and isinstance(params, Mapping):
-            cell["resolved_params"] = dict(params)
-        cell["summary"] = stats.summarize_cell(cell["repeats"])
+        if not cell.resolved_params and isinstance(params, Mapping):
+            cell.resolved_params = dict(params)
+        cell.summary = {
+            name: Summary.model_validate(figures)
+            for name, figures in stats.summarize_cell(cell.repeats).items()
+        }
 
-    def add_failure(self, index: int, failure: Mapping[str, Any]) -> None:
-        self.cell(index)["failures"].append(dict(failure))
+    def add_failure(self, index: int, failure: Failure) -> None:
+        self.cell(index).failures.append(failure)
+
+    def set_probes(self, index: int, probes: dict[str, ProbeSummary]) -> None:
+        self.cell(index).probes = probes
+
+    def add_variant_result(self, index: int, variant: str, result: Mapping[str, Any]) -> None:
+        """A --probe-overhead repeat run with another probe set than the main one."""
+        cell = self.cell(index)
+        variants = cell.probe_variants if cell.probe_variants is not None else {}
+        variants.setdefault(variant, []).append(dict(result))
+        cell.probe_variants = variants
+
+    def set_probe_overhead(self, index: int, cell_ratios: Ratios, run_ratios: Ratios) -> None:
+        self.cell(index).probe_overhead = cell_ratios
+        self.run.probe_overhead = run_ratios
+
+    def set_profiles(self, profiles: Sequence[Profile | None]) -> None:
+        """One per cell, in order; None keeps the cell's profile as it is."""
+        for cell, profile in zip(self.run.cells, profiles, strict=True):
+            if profile is not None:
+                cell.profile = profile
+
+    def set_plots(self, plots: list[Plot]) -> None:
+        self.run.plots = plots
 
     def counts(self) -> tuple[int, int]:
         """(successful repeats, failed repeats) over all cells."""
-        cells = self.doc["cells"]
-        return sum(len(c["repeats"]) for c in cells), sum(len(c["failures"]) for c in cells)
+        cells = self.run.cells
+        return sum(len(c.repeats) for c in cells), sum(len(c.failures) for c in cells)
 
-    def finish(self, interrupted: bool) -> str:
+    def finish(self, interrupted: bool) -> Status:
         successes, failures = self.counts()
         status = final_status(interrupted, successes, failures)
-        self.doc["status"] = status
-        self.doc["finished_at"] = utc_now()
+        self.run.status = status
+        self.run.finished_at = utc_now()
         self.write()  # the final status is saved even if the comparisons below fail
-        self.doc["comparisons"] = stats.compare_cells(
-            self.doc["cells"], self.doc["config"]["baseline"], self.doc["metrics"]
-        )
+        doc = jsonfile.as_json(self.run)
+        self.run.comparisons = [
+            Comparison.model_validate(entry)
+            for entry in stats.compare_cells(doc["cells"], self.run.config.baseline, doc["metrics"])
+        ]
         self.write()
         return status
 
     def write(self) -> None:
-        write_json_atomic(self.path, self.doc)
+        write_atomic(self.path, jsonfile.dumps(self.run) + "\n")
+
+
+def _metric(declared: Mapping[str, Any]) -> Metric:
+    """The keys of a declaration that run.json keeps (a workload may declare more)."""
+    return Metric.model_validate({k: v for k, v in declared.items() if k in Metric.model_fields})

@@ -17,12 +17,13 @@ from harness.plots import write_plots
 from harness.probes import overhead
 from harness.probes.metrics import op_count, per_op_metrics
 from harness.probes.probe import ProbeResult
-from harness.probes.record import add_repeat, cell_folder
+from harness.probes.record import cell_folder, with_repeat
 from harness.probes.session import ProbeSession
 from harness.profiles.cells import build_profiles, client_mutex_share
 from harness.profiles.settings import ProfileSettings
 from harness.progress import STARTUP_ESTIMATE_S, Step, make_progress
 from harness.results import RunRecord
+from harness.rundoc.model import Failure
 from harness.workload import Outcome, StopFlag, run_repeat
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -54,14 +55,14 @@ def repeat_args(plan: Plan, cell_index: int) -> list[str]:
     ]
 
 
-def failure_record(repeat: int, outcome: Outcome) -> dict[str, object]:
-    return {
-        "repeat": repeat,
-        "exit_code": outcome.exit_code,
-        "error": outcome.error,
-        "stderr_tail": outcome.stderr_tail,
-        "elapsed_s": round(outcome.elapsed_s, 3),
-    }
+def failure_record(repeat: int, outcome: Outcome) -> Failure:
+    return Failure(
+        repeat=repeat,
+        exit_code=outcome.exit_code,
+        error=outcome.error,
+        stderr_tail=list(outcome.stderr_tail),
+        elapsed_s=round(outcome.elapsed_s, 3),
+    )
 
 
 def execute(
@@ -125,14 +126,13 @@ def execute(
                 )
             else:
                 assert outcome.result is not None
-                variant_results = record.cell(cell_index).setdefault("probe_variants", {})
-                variant_results.setdefault(key, []).append(outcome.result)
+                record.add_variant_result(cell_index, key, outcome.result)
             if len(variants) > 1:
                 _update_overhead(record, cell_index, main_key)
             record.write()
             progress.finished(step, outcome)
     _profiles(plan, record, console)
-    write_plots(record.run_dir, record.doc)
+    record.set_plots(write_plots(record.run_dir, record.run.cells))
     return record.finish(interrupted)
 
 
@@ -141,7 +141,9 @@ def _profiles(plan: Plan, record: RunRecord, console: Console) -> None:
     if not plan.probes:
         return
     console.print("[dim]drawing flame graphs...[/]")
-    for problem in build_profiles(record.run_dir, record.doc, plan.profile):
+    profiles, problems = build_profiles(record.run_dir, record.run, plan.profile)
+    record.set_profiles(profiles)
+    for problem in problems:
         console.print(f"[yellow]profiles:[/] {problem}")
     record.write()
 
@@ -168,7 +170,10 @@ def _add_result(
         if share is not None:
             derived["mutex_share"] = share
     record.add_result(cell_index, {**result, **derived})
-    add_repeat(record.cell(cell_index)["probes"], repeat, probes, record.run_dir, op_count(result))
+    cell_probes = record.cell(cell_index).probes
+    record.set_probes(
+        cell_index, with_repeat(cell_probes, repeat, probes, record.run_dir, op_count(result))
+    )
 
 
 def _discard(probes: Mapping[str, ProbeResult]) -> None:
@@ -180,6 +185,8 @@ def _discard(probes: Mapping[str, ProbeResult]) -> None:
 
 def _update_overhead(record: RunRecord, cell_index: int, main_key: str) -> None:
     cell = record.cell(cell_index)
-    results = {**cell.get("probe_variants", {}), main_key: cell["repeats"]}
-    cell["probe_overhead"] = overhead.cell_overhead(results)
-    record.doc["probe_overhead"] = overhead.run_overhead(record.doc["cells"])
+    cell_ratios = overhead.cell_overhead({**(cell.probe_variants or {}), main_key: cell.repeats})
+    cells = record.run.cells
+    every = [cell_ratios if i == cell_index else c.probe_overhead for i, c in enumerate(cells)]
+    run_ratios = overhead.run_overhead(r for r in every if r is not None)
+    record.set_probe_overhead(cell_index, cell_ratios, run_ratios)

@@ -222,6 +222,7 @@ def build_run(run_dir: Path, make_svg: MakeSvg, make_diff_svg: MakeDiffSvg) -> d
             "strategy": strategy,
             "scenario": "steady",
             "params": {"concurrency": 256},
+            "resolved_params": {"concurrency": 256},
             "repeats": cell_repeats,
             "failures": [],
             "summary": summarize_cell(cell_repeats),
@@ -246,9 +247,16 @@ def build_run(run_dir: Path, make_svg: MakeSvg, make_diff_svg: MakeDiffSvg) -> d
             "strategy": EVIL,
             "scenario": "steady",
             "params": {"concurrency": 256},
+            "resolved_params": {"concurrency": 256},
             "repeats": evil_repeats,
             "failures": [
-                {"repeat": 5, "exit_code": 101, "error": "thread 'main' panicked\n<boom> & done"}
+                {
+                    "repeat": 5,
+                    "exit_code": 101,
+                    "error": "thread 'main' panicked\n<boom> & done",
+                    "stderr_tail": ["<boom> & done"],
+                    "elapsed_s": 12.0,
+                }
             ],
             "summary": summarize_cell(evil_repeats),
             "probes": {
@@ -266,7 +274,7 @@ def build_run(run_dir: Path, make_svg: MakeSvg, make_diff_svg: MakeDiffSvg) -> d
         }
     )
     doc: dict[str, Any] = {
-        "schema_version": 1,
+        "schema_version": 2,
         "run_id": "20261121T000107Z-43068e2",
         "suite": "timers",
         "status": "partial",
@@ -284,6 +292,7 @@ def build_run(run_dir: Path, make_svg: MakeSvg, make_diff_svg: MakeDiffSvg) -> d
             "turbo": False,
         },
         "config": {
+            "binary": "target/release/timers-bench",
             "strategies": [c[0] for c in cells] + [EVIL],
             "scenario": "steady",
             "params": {"concurrency": [256]},
@@ -294,12 +303,16 @@ def build_run(run_dir: Path, make_svg: MakeSvg, make_diff_svg: MakeDiffSvg) -> d
             "probes": ["sched", "futex"],
             "probe_overhead": True,
             "baseline": "none",
+            "scale": None,
+            "perf_frequency_hz": 99,
+            "callgraph": "fp",
             "mutex_patterns": ["Mutex", "parking_lot", "futex"],
             "command": ["harness", "run", "timers", "--param", "concurrency=256", "--repeat", "5"],
         },
         "metrics": METRICS,
         "cells": doc_cells,
         "comparisons": compare_cells(doc_cells, "none", METRICS),
+        "plots": [],
         "probe_overhead": {"sched": 0.98, "futex": 0.99, "all": 0.97},
     }
     for cell in doc_cells:

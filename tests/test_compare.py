@@ -4,9 +4,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import rundocs
 from rich.console import Console
 
 from harness.compare import compare_command
+from harness.stats import summarize_cell
 
 METRICS = [
     {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
@@ -23,31 +25,19 @@ def ascii_text(text: str) -> str:
 def cell(
     strategy: str, ops: float, p99_ns: float, concurrency: int = 4096, scenario: str = "steady"
 ) -> dict[str, Any]:
-    return {
-        "strategy": strategy,
-        "scenario": scenario,
-        "params": {"concurrency": concurrency},
-        "repeats": [
+    return rundocs.cell(
+        strategy,
+        scenario,
+        {"concurrency": concurrency},
+        [
             {"event": "result", "ops_per_sec": ops * f, "latency_ns": {"p99": p99_ns * f}}
             for f in SPREAD
         ],
-        "failures": [],
-    }
+    )
 
 
 def write_run(path: Path, run_id: str, cells: list[dict[str, Any]], **extra: Any) -> Path:
-    doc = {
-        "schema_version": 1,
-        "run_id": run_id,
-        "suite": "timers",
-        "status": "complete",
-        "git": {"commit": "abc1234def", "dirty": False},
-        "host": {"hostname": "bench1", "cpu_model": "EPYC", "logical_cpus": 32},
-        "config": {"duration_s": 10, "warmup_s": 2, "baseline": "none"},
-        "metrics": METRICS,
-        "cells": cells,
-        "comparisons": [],
-    } | extra
+    doc = rundocs.run(cells, run_id=run_id, metrics=METRICS) | extra
     path.mkdir(parents=True)
     (path / "run.json").write_text(json.dumps(doc))
     return path
@@ -142,7 +132,7 @@ def test_compare_matches_cells_by_scenario_and_params_and_warns_about_other_host
             cell("none", 100, 10, concurrency=128),
             cell("none", 100, 10, concurrency=64, scenario="slow-tail"),
         ],
-        host={"hostname": "laptop", "cpu_model": "EPYC", "logical_cpus": 8},
+        host=rundocs.host(hostname="laptop", logical_cpus=8),
     )
     code, out = run(a, b, as_json=False)
     assert code == 0
@@ -156,9 +146,11 @@ def test_compare_matches_cells_by_scenario_and_params_and_warns_about_other_host
 def test_compare_reports_too_few_repeats(tmp_path: Path) -> None:
     few = cell("none", 100, 10)
     few["repeats"] = few["repeats"][:3]
+    few["summary"] = summarize_cell(few["repeats"])
     a = write_run(tmp_path / "a", "run-a", [few])
     more = cell("none", 300, 10)
     more["repeats"] = more["repeats"][:3]
+    more["summary"] = summarize_cell(more["repeats"])
     b = write_run(tmp_path / "b", "run-b", [more])
     entries = json.loads(run(a, b, as_json=True)[1])
     ops = next(e for e in entries if e["metric"] == "ops_per_sec")

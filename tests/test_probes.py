@@ -15,7 +15,7 @@ from harness.paths import REPO_ROOT
 from harness.probes import btmaps, overhead
 from harness.probes.metrics import hist_quantile, per_op_metrics
 from harness.probes.probe import ProbeResult
-from harness.probes.record import add_repeat, cell_folder
+from harness.probes.record import cell_folder, with_repeat
 from harness.probes.spec import ProbeSpec, parse_probes
 
 SCRIPT = REPO_ROOT / "bpf" / "syscalls_per_op.bt"
@@ -202,9 +202,8 @@ def test_the_cell_record_keeps_paths_totals_and_reasons(tmp_path: Path) -> None:
     assert cell_folder(run_dir, "a/../b") == run_dir / "probes" / "a" / "_.._" / "b"
     path = folder / "r1-sched.json"
     sched = {"window_ns": 5, "lost_events": 0, "totals": {"wakeups": 3, "runq": [1, 2]}}
-    probes: dict[str, Any] = {}
-    add_repeat(
-        probes,
+    summaries = with_repeat(
+        {},
         1,
         {
             "sched": ProbeResult("sched", path=path, data=sched),
@@ -214,8 +213,8 @@ def test_the_cell_record_keeps_paths_totals_and_reasons(tmp_path: Path) -> None:
         ops=10.0,
     )
     second = {**sched, "totals": {"wakeups": 4, "runq": [1, 0, 5]}}
-    add_repeat(
-        probes,
+    summaries = with_repeat(
+        summaries,
         2,
         {
             "sched": ProbeResult("sched", path=folder / "r2-sched.json", data=second),
@@ -224,6 +223,7 @@ def test_the_cell_record_keeps_paths_totals_and_reasons(tmp_path: Path) -> None:
         run_dir,
         ops=10.0,
     )
+    probes = {name: summary.model_dump() for name, summary in summaries.items()}
     assert probes["sched"]["paths"] == [
         "probes/none/concurrency=64/r1-sched.json",
         "probes/none/concurrency=64/r2-sched.json",
@@ -250,7 +250,8 @@ def test_overhead_variants_and_ratios() -> None:
     runs = {"none": [{"ops_per_sec": 100}, {"ops_per_sec": 120}], "sched": [{"ops_per_sec": 99}]}
     assert overhead.cell_overhead(runs) == {"sched": 0.9}
     cells = [{"probe_overhead": {"sched": 0.5}}, {"probe_overhead": {"sched": 2.0}}]
-    assert overhead.run_overhead(cells) == {"sched": pytest.approx(1.0)}
+    ratios = [cell["probe_overhead"] for cell in cells]
+    assert overhead.run_overhead(ratios) == {"sched": pytest.approx(1.0)}
 
 
 def test_unavailable_probes_are_recorded_and_the_run_goes_on(

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
+import rundocs
 from reportdata import EVIL, MUTEX_FRAME, build_run, tiny_diff_svg, tiny_svg
 
 from harness.errors import BadInput
@@ -247,15 +248,9 @@ def test_markdown_escaping() -> None:
 
 def test_a_run_in_progress_or_empty(tmp_path: Path) -> None:
     """A run.json written before any result: no cells' summaries, no comparisons."""
-    doc = {
-        "run_id": "r",
-        "suite": "s",
-        "status": "running",
-        "config": {"baseline": "none"},
-        "cells": [
-            {"id": "a", "strategy": "a", "scenario": "x", "params": {}, "repeats": []},
-        ],
-    }
+    doc = rundocs.run(
+        [rundocs.cell("a", "x", {}, [])], run_id="r", suite="s", status="running", finished_at=None
+    )
     (tmp_path / "run.json").write_text(json.dumps(doc))
     report, summary = write_all(tmp_path)
     page_text = report.read_text()

@@ -66,7 +66,7 @@ def test_sweep_runs_every_cell_interleaved_and_json_is_pure(harness_env: dict[st
     assert json.loads((run_dir / "run.json").read_text()) == doc
     assert f"run directory: {run_dir}" in done.stderr
     assert re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{7}|\d{8}T\d{6}Z-nogit", doc["run_id"])
-    assert doc["schema_version"] == 1 and doc["suite"] == "sleepy"
+    assert doc["schema_version"] == 2 and doc["suite"] == "sleepy"
     assert doc["status"] == "complete" and doc["finished_at"]
     assert doc["config"]["params"] == {"rate": [100, 300]}
     assert doc["config"]["baseline"] == "slow"

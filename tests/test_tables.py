@@ -62,7 +62,7 @@ def cell(
 
 def run_doc(cells: list[dict[str, Any]], status: str = "complete") -> dict[str, Any]:
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "run_id": "20250101T000000Z-abc1234",
         "suite": "timers",
         "status": status,

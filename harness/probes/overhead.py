@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.probes.spec import ProbeSpec
@@ -53,11 +53,11 @@ def cell_overhead(
     return ratios
 
 
-def run_overhead(cells: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+def run_overhead(cell_ratios: Iterable[Mapping[str, float | None]]) -> dict[str, float | None]:
     """Geometric mean over the cells of each probe set's ratio."""
     per_key: dict[str, list[float]] = {}
-    for cell in cells:
-        for key, ratio in (cell.get("probe_overhead") or {}).items():
+    for ratios in cell_ratios:
+        for key, ratio in ratios.items():
             values = per_key.setdefault(key, [])
             if ratio is not None and ratio > 0:
                 values.append(ratio)

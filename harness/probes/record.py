@@ -1,4 +1,5 @@
-"""What a repeat's probes add to its cell in run.json (`cells[].probes`).
+"""What a repeat's probes add to its cell in run.json (`cells[].probes`): computed here,
+stored by the run's record.
 
 Per probe: `repeats`, one entry per repeat (a summary of its output and the path of the raw
 file, or `unavailable`/`error`), and over the cell's repeats: `paths`, `lost_events` and
@@ -14,6 +15,7 @@ from typing import Any
 
 from harness.probes.metrics import numbers_per_op
 from harness.probes.probe import ProbeResult
+from harness.rundoc.model import ProbeRepeat, ProbeSummary
 
 # The raw file has everything bpftrace printed, both snapshots included.
 BT_KEYS = ("script", "diff", "not_diffed", "output", "notes")
@@ -25,16 +27,12 @@ def cell_folder(run_dir: Path, cell_id: str) -> Path:
     return run_dir.joinpath("probes", *parts)
 
 
-def repeat_entry(
-    repeat: int, result: ProbeResult, run_dir: Path, ops: float | None
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {"repeat": repeat}
+def repeat_entry(repeat: int, result: ProbeResult, run_dir: Path, ops: float | None) -> ProbeRepeat:
     if result.unavailable:
-        entry["unavailable"] = result.unavailable
-        return entry
+        return ProbeRepeat(repeat=repeat, unavailable=result.unavailable)
     if result.error or result.data is None or result.path is None:
-        entry["error"] = result.error or "no output"
-        return entry
+        return ProbeRepeat(repeat=repeat, error=result.error or "no output")
+    entry: dict[str, Any] = {"repeat": repeat}
     data = result.data
     entry["path"] = str(result.path.relative_to(run_dir))
     if "script" in data:  # bpftrace
@@ -45,7 +43,7 @@ def repeat_entry(
         for key in ("window_ns", "lost_events", "totals"):
             if key in data:
                 entry[key] = data[key]
-    return entry
+    return ProbeRepeat.model_validate(entry)
 
 
 def _add(total: Any, value: Any) -> Any:
@@ -66,35 +64,35 @@ def _add(total: Any, value: Any) -> Any:
     return value
 
 
-def summarize(repeats: list[dict[str, Any]]) -> dict[str, Any]:
-    summary: dict[str, Any] = {"repeats": repeats}
-    done = [r for r in repeats if "path" in r]
+def summarize(repeats: list[ProbeRepeat]) -> ProbeSummary:
+    done = [r for r in repeats if r.path is not None]
     if not done:
-        last = repeats[-1] if repeats else {}
-        key = "unavailable" if "unavailable" in last else "error"
-        summary[key] = last.get(key, "no repeat ran")
-        return summary
-    summary["paths"] = [r["path"] for r in done]
-    if any("lost_events" in r for r in done):
-        summary["lost_events"] = sum(r.get("lost_events", 0) for r in done)
+        last = repeats[-1] if repeats else None
+        if last is not None and last.unavailable is not None:
+            return ProbeSummary(repeats=repeats, unavailable=last.unavailable)
+        error = last.error if last is not None else None
+        return ProbeSummary(repeats=repeats, error=error or "no repeat ran")
+    summary = ProbeSummary(repeats=repeats, paths=[r.path for r in done if r.path])
+    if any(r.lost_events is not None for r in done):
+        summary.lost_events = sum(r.lost_events or 0 for r in done)
     totals = None
     for r in done:
-        if "totals" in r:
-            totals = _add(totals, r["totals"])
-    if totals is not None:
-        summary["totals"] = totals
+        if r.totals is not None:
+            totals = _add(totals, r.totals)
+    summary.totals = totals
     return summary
 
 
-def add_repeat(
-    cell_probes: dict[str, Any],
+def with_repeat(
+    cell_probes: Mapping[str, ProbeSummary],
     repeat: int,
     results: Mapping[str, ProbeResult],
     run_dir: Path,
     ops: float | None,
-) -> None:
-    """Record one repeat's probe results in the cell's `probes` object, in place."""
+) -> dict[str, ProbeSummary]:
+    """The cell's `probes` object with one more repeat's probe results."""
+    probes = dict(cell_probes)
     for name, result in results.items():
-        repeats = list((cell_probes.get(name) or {}).get("repeats") or [])
-        repeats.append(repeat_entry(repeat, result, run_dir, ops))
-        cell_probes[name] = summarize(repeats)
+        previous = probes[name].repeats if name in probes else []
+        probes[name] = summarize([*previous, repeat_entry(repeat, result, run_dir, ops)])
+    return probes

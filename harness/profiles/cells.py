@@ -26,6 +26,7 @@ from harness.describe import render as render_value
 from harness.profiles import folded, inferno
 from harness.profiles.settings import ProfileSettings
 from harness.results import write_atomic
+from harness.rundoc.model import Cell, GrownFrame, Profile, RunDoc, TopFrame
 from harness.stats import params_key
 
 TOP = 10
@@ -47,12 +48,12 @@ class Stacks:
     frequency_hz: int | None = None
 
 
-def _raw_outputs(run_dir: Path, cell: Mapping[str, Any], probe: str) -> list[tuple[Path, Any]]:
-    entries = ((cell.get("probes") or {}).get(probe) or {}).get("repeats") or []
+def _raw_outputs(run_dir: Path, cell: Cell, probe: str) -> list[tuple[Path, Any]]:
+    summary = cell.probes.get(probe)
     out = []
-    for entry in entries:
-        if "path" in entry:
-            path = run_dir / entry["path"]
+    for entry in summary.repeats if summary else []:
+        if entry.path is not None:
+            path = run_dir / entry.path
             try:
                 out.append((path, json.loads(path.read_text())))
             except (OSError, ValueError):
@@ -79,7 +80,7 @@ def client_mutex_share(
     return folded.share_matching(client, patterns)
 
 
-def gather(run_dir: Path, cell: Mapping[str, Any]) -> Stacks:
+def gather(run_dir: Path, cell: Cell) -> Stacks:
     stacks = Stacks()
     for path, data in _raw_outputs(run_dir, cell, "oncpu"):
         try:
@@ -98,10 +99,9 @@ def gather(run_dir: Path, cell: Mapping[str, Any]) -> Stacks:
     return stacks
 
 
-def _describe(cell: Mapping[str, Any]) -> str:
-    params = cell.get("params") or {}
-    shown = ", ".join(f"{k}={render_value(v)}" for k, v in params.items())
-    return f"scenario {cell.get('scenario')}" + (f", {shown}" if shown else "")
+def _describe(cell: Cell) -> str:
+    shown = ", ".join(f"{k}={render_value(v)}" for k, v in cell.params.items())
+    return f"scenario {cell.scenario}" + (f", {shown}" if shown else "")
 
 
 class CellProfiler:
@@ -126,40 +126,36 @@ class CellProfiler:
         inferno.flamegraph(text, path, title=title, subtitle=subtitle, **kw)
         return str(path.relative_to(self.run_dir))
 
-    def profile(
-        self,
-        cell: Mapping[str, Any],
-        stacks: Stacks,
-        baseline: tuple[Mapping[str, Any], Stacks] | None,
-    ) -> dict[str, Any]:
-        """The cell's `profile` object; `notes` says what is missing and why."""
-        name, strategy = slug(str(cell.get("id"))), str(cell.get("strategy"))
+    def profile(self, cell: Cell, stacks: Stacks, baseline: tuple[Cell, Stacks] | None) -> Profile:
+        """The cell's `profile`; `notes` says what is missing and why."""
+        name, strategy = slug(cell.id), cell.strategy
         where = _describe(cell)
-        out: dict[str, Any] = {"notes": []}
-        notes: list[str] = out["notes"]
-        repeats = len(((cell.get("probes") or {}).get("oncpu") or {}).get("paths") or [])
+        notes: list[str] = []
+        out = Profile(notes=notes)
+        oncpu = cell.probes.get("oncpu")
+        repeats = len(oncpu.paths or []) if oncpu else 0
         if stacks.oncpu:
             samples = folded.total(stacks.oncpu)
             hz = f" at {stacks.frequency_hz} Hz" if stacks.frequency_hz else ""
-            out["folded"], out["svg"] = self._graph(
+            out.folded, out.svg = self._graph(
                 f"{name}.oncpu",
                 stacks.oncpu,
                 f"{self.suite}: {strategy}, on-CPU",
                 f"{where}; {samples} samples{hz}, {repeats} repeat(s)",
                 colors="hot",
             )
-            out["samples"] = samples
-            out["client_samples"] = folded.total(stacks.client)
-            share = folded.share_matching(stacks.client, self.settings.mutex_patterns)
-            if share is not None:
-                out["mutex_share"] = share
-            out["top_self"] = folded.top_self(stacks.client, TOP)
-            self._diff(out, cell, stacks, baseline, name, where)
+            out.samples = samples
+            out.client_samples = folded.total(stacks.client)
+            out.mutex_share = folded.share_matching(stacks.client, self.settings.mutex_patterns)
+            out.top_self = [TopFrame.model_validate(t) for t in folded.top_self(stacks.client, TOP)]
+            missing_diff = self._diff(out, cell, stacks, baseline, name, where)
+            if missing_diff:
+                notes.append(missing_diff)
         else:
             notes.append(_missing(cell, "oncpu", "no on-CPU profile"))
         if stacks.offcpu:
             blocked = folded.total(stacks.offcpu)
-            out["offcpu_folded"], out["offcpu_svg"] = self._graph(
+            out.offcpu_folded, out.offcpu_svg = self._graph(
                 f"{name}.offcpu",
                 stacks.offcpu,
                 f"{self.suite}: {strategy}, off-CPU in futex waits",
@@ -167,12 +163,12 @@ class CellProfiler:
                 countname="ns",
                 colors="io",
             )
-            out["offcpu_ns"] = blocked
+            out.offcpu_ns = blocked
         else:
             notes.append(_missing(cell, "futex", "no off-CPU graph"))
         if stacks.wakeups:
             count = folded.total(stacks.wakeups)
-            out["wakeup_folded"], out["wakeup_svg"] = self._graph(
+            out.wakeup_folded, out.wakeup_svg = self._graph(
                 f"{name}.wakeups",
                 stacks.wakeups,
                 f"{self.suite}: {strategy}, wake-ups (waker -> wakee)",
@@ -180,80 +176,84 @@ class CellProfiler:
                 countname="wakeups",
                 colors="wakeup",
             )
-            out["wakeups"] = count
+            out.wakeups = count
         else:
             notes.append(_missing(cell, "sched", "no wake-up view"))
         return out
 
     def _diff(
         self,
-        out: dict[str, Any],
-        cell: Mapping[str, Any],
+        out: Profile,
+        cell: Cell,
         stacks: Stacks,
-        baseline: tuple[Mapping[str, Any], Stacks] | None,
+        baseline: tuple[Cell, Stacks] | None,
         name: str,
         where: str,
-    ) -> None:
+    ) -> str | None:
+        """Draws the differential graph into `out`, or says why there is none."""
         if baseline is None:
-            out["notes"].append("no differential graph: no baseline cell with this scenario/params")
-            return
+            return "no differential graph: no baseline cell with this scenario/params"
         base_cell, base = baseline
         if base_cell is cell:
-            return
+            return None
         if not base.oncpu:
-            out["notes"].append("no differential graph: the baseline cell has no on-CPU profile")
-            return
+            return "no differential graph: the baseline cell has no on-CPU profile"
         diff = inferno.diff_folded(
             folded.render(base.oncpu), folded.render(stacks.oncpu), self.run_dir / "folded"
         )
-        out["diff_svg"] = self._svg(
+        out.diff_svg = self._svg(
             f"{name}.diff.svg",
             diff,
-            f"{self.suite}: {cell.get('strategy')} vs {base_cell.get('strategy')}, on-CPU",
-            f"{where}; red: more than in {base_cell.get('strategy')}, blue: less "
+            f"{self.suite}: {cell.strategy} vs {base_cell.strategy}, on-CPU",
+            f"{where}; red: more than in {base_cell.strategy}, blue: less "
             "(normalised by sample count)",
         )
-        out["diff_baseline"] = base_cell.get("id")
-        out["grew"] = folded.grew_most(base.client, stacks.client, TOP)
+        out.diff_baseline = base_cell.id
+        out.grew = [
+            GrownFrame.model_validate(g) for g in folded.grew_most(base.client, stacks.client, TOP)
+        ]
+        return None
 
 
-def _missing(cell: Mapping[str, Any], probe: str, what: str) -> str:
-    entry = (cell.get("probes") or {}).get(probe)
+def _missing(cell: Cell, probe: str, what: str) -> str:
+    entry = cell.probes.get(probe)
     if entry is None:
         return f"{what}: the {probe} probe did not run"
-    reason = entry.get("unavailable") or entry.get("error")
+    reason = entry.unavailable or entry.error
     return f"{what}: {probe} {'unavailable: ' + reason if reason else 'recorded nothing'}"
 
 
-def build_profiles(run_dir: Path, doc: dict[str, Any], settings: ProfileSettings) -> list[str]:
-    """Fill every cell's `profile` in doc; returns problems that stopped a graph (the rest of
-    the run is kept). Without inferno nothing is drawn and the reason goes in each cell."""
+def build_profiles(
+    run_dir: Path, run: RunDoc, settings: ProfileSettings
+) -> tuple[list[Profile | None], list[str]]:
+    """(each cell's `profile`, None for a cell without probes; problems that stopped a graph,
+    the rest of the run is kept). Without inferno nothing is drawn and the reason goes in
+    each profile."""
     problem = inferno.problem()
-    cells = doc.get("cells") or []
+    cells = run.cells
     if problem:
-        for cell in cells:
-            if cell.get("probes"):
-                cell["profile"] = {"notes": [f"no flame graphs: {problem}"]}
-        return [problem]
-    baseline_name = (doc.get("config") or {}).get("baseline")
+        note = f"no flame graphs: {problem}"
+        return [Profile(notes=[note]) if cell.probes else None for cell in cells], [problem]
     gathered = [gather(run_dir, cell) for cell in cells]
     baselines = {
         _group(cell): (cell, stacks)
         for cell, stacks in zip(cells, gathered, strict=True)
-        if cell.get("strategy") == baseline_name
+        if cell.strategy == run.config.baseline
     }
-    profiler = CellProfiler(run_dir, str(doc.get("suite")), settings)
+    profiler = CellProfiler(run_dir, run.suite, settings)
+    profiles: list[Profile | None] = []
     errors = []
     for cell, stacks in zip(cells, gathered, strict=True):
-        if not cell.get("probes"):
+        if not cell.probes:
+            profiles.append(None)
             continue
         try:
-            cell["profile"] = profiler.profile(cell, stacks, baselines.get(_group(cell)))
+            profiles.append(profiler.profile(cell, stacks, baselines.get(_group(cell))))
         except (inferno.InfernoError, OSError) as err:
-            cell["profile"] = {"notes": [f"flame graphs failed: {err}"]}
-            errors.append(f"{cell.get('id')}: {err}")
-    return errors
+            profiles.append(Profile(notes=[f"flame graphs failed: {err}"]))
+            errors.append(f"{cell.id}: {err}")
+    return profiles, errors
 
 
-def _group(cell: Mapping[str, Any]) -> tuple[Any, str]:
-    return cell.get("scenario"), params_key(cell.get("params"))
+def _group(cell: Cell) -> tuple[str, str]:
+    return cell.scenario, params_key(cell.params)

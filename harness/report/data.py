@@ -13,7 +13,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from harness.errors import BadInput
 from harness.stats import compare_cells, compare_samples, metric_values, params_key
 from harness.tables import (
     DASH,
@@ -51,19 +50,6 @@ REPORT_LABELS = {
 TOP_FRAMES = 10
 TOP_FUTEX_STACKS = 5
 FRAMES_SHOWN = 4  # innermost frames of a folded stack in a one-line view
-
-
-def load_run(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "run.json"
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInput(f"no run.json in {run_dir}: not a run directory") from None
-    except (OSError, ValueError) as e:
-        raise BadInput(f"cannot read {path}: {e}") from None
-    if not isinstance(doc, dict):
-        raise BadInput(f"{path} is not a run.json: a JSON object was expected")
-    return doc
 
 
 def label(metric: str) -> str:

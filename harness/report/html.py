@@ -16,6 +16,7 @@ from typing import Any
 from harness.report import data
 from harness.report.data import Code, Finding, Flame, Labeller
 from harness.results import write_atomic
+from harness.rundoc.jsonfile import as_json, load_run
 from harness.stats import CONFIDENCE
 from harness.tables import (
     DASH,
@@ -690,7 +691,7 @@ def render(doc: Mapping[str, Any], run_dir: Path) -> str:
 def write_report(run_dir: Path) -> Path:
     """Write `<run_dir>/report.html` from `<run_dir>/run.json`; return its path."""
     run_dir = Path(run_dir)
-    doc = data.load_run(run_dir)
+    doc = as_json(load_run(run_dir))
     path = run_dir / "report.html"
     write_atomic(path, render(doc, run_dir))
     return path

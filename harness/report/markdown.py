@@ -15,6 +15,7 @@ from typing import Any
 from harness.report import data
 from harness.report.data import Code, Finding, Labeller
 from harness.results import write_atomic
+from harness.rundoc.jsonfile import as_json, load_run
 from harness.tables import DASH, cell_summary, param_text, ratio_metric, varying_params
 
 # Figures next to the headline metric, when some cell of the scenario has them.
@@ -198,7 +199,7 @@ def render(doc: Mapping[str, Any], run_dir: Path) -> str:
 def write_summary(run_dir: Path) -> Path:
     """Write `<run_dir>/summary.md` from `<run_dir>/run.json`; return its path."""
     run_dir = Path(run_dir)
-    doc = data.load_run(run_dir)
+    doc = as_json(load_run(run_dir))
     path = run_dir / "summary.md"
     write_atomic(path, render(doc, run_dir))
     return path
