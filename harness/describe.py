@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -17,6 +18,13 @@ ParamValue = int | float | bool | str
 PARAM_TYPES = ("int", "float", "bool", "choice", "string")
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
+# The number spellings of the workload contract: JSON numbers (RFC 8259), no `+`, `0x`, `_`,
+# `.5`, `inf` or `nan`. Workloads parse them by the same rule (params.rs, params.go).
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_PLAIN_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+# Integral values spelt with a fraction or an exponent go through a double: exact within
+# ±(2^53 - 1), beyond which only the plain spelling is accepted.
+_MAX_SAFE = 2**53 - 1
 DESCRIBE_TIMEOUT_S = 60
 
 
@@ -61,23 +69,13 @@ class ParamSpec:
     def _typed(self, raw: object) -> ParamValue:
         text = raw.strip() if isinstance(raw, str) else None
         if self.type == "int":
-            if isinstance(raw, int) and not isinstance(raw, bool):
-                return raw
-            if text is not None:
-                try:
-                    return int(text, 10)
-                except ValueError:
-                    pass
-            raise ValueError(f"{raw!r} is not an integer")
+            integer = _integer(raw if text is None else text)
+            if integer is None:
+                raise ValueError(f"{raw!r} is not an integer")
+            return integer
         if self.type == "float":
-            if isinstance(raw, int | float) and not isinstance(raw, bool):
-                number = float(raw)
-            else:
-                try:
-                    number = float(text) if text is not None else math.nan
-                except ValueError:
-                    number = math.nan
-            if not math.isfinite(number):
+            number = _number(raw if text is None else text)
+            if number is None:
                 raise ValueError(f"{raw!r} is not a finite number")
             return number
         if self.type == "bool":
@@ -89,6 +87,30 @@ class ParamSpec:
         if not isinstance(raw, str):
             raise ValueError(f"{raw!r} is not a string")
         return raw
+
+
+def _number(raw: object) -> float | None:
+    """A finite number from a JSON-number string, an int or a float; else None."""
+    if isinstance(raw, str):
+        number = float(raw) if _JSON_NUMBER.fullmatch(raw) else math.nan
+    elif isinstance(raw, int | float) and not isinstance(raw, bool):
+        number = float(raw)
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _integer(raw: object) -> int | None:
+    """An integral value in any JSON-number spelling (8, 8.0, 1e3), an int, or an integral
+    float (TOML 8.0); else None."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and _PLAIN_INTEGER.fullmatch(raw):
+        return int(raw)
+    number = _number(raw)
+    if number is None or not number.is_integer() or abs(number) > _MAX_SAFE:
+        return None
+    return int(number)
 
 
 def render(value: ParamValue) -> str:

@@ -157,6 +157,46 @@ def test_bad_param_values(spec: dict[str, Any], raw: object, problem: str) -> No
         param.coerce(raw)
 
 
+INT = ParamSpec(name="n", type="int", default=0, help="", min=-(2**60), max=2**60)
+FLOAT = ParamSpec(name="x", type="float", default=0.0, help="")
+
+
+@pytest.mark.parametrize(
+    ("spec", "raw", "value"),
+    [
+        (INT, "8", 8),
+        (INT, "8.0", 8),
+        (INT, "1e3", 1000),
+        (INT, "1E+3", 1000),
+        (INT, "0.8e1", 8),
+        (INT, "-0", 0),
+        (INT, " 8 ", 8),
+        (INT, "9007199254740993", 2**53 + 1),  # plain digits are exact beyond 2^53
+        (INT, 8.0, 8),  # TOML's 8.0
+        (FLOAT, "1", 1.0),
+        (FLOAT, "0.25", 0.25),
+        (FLOAT, "2.5e-1", 0.25),
+        (FLOAT, "25E-2", 0.25),
+    ],
+)
+def test_numbers_take_every_json_spelling(spec: ParamSpec, raw: object, value: object) -> None:
+    coerced = spec.coerce(raw)
+    assert coerced == value and type(coerced) is type(value)
+
+
+@pytest.mark.parametrize(
+    ("spec", "raw"),
+    [
+        *((INT, raw) for raw in ("8.5", "+8", "08", "0x10", "1_000", "8.", ".8e1", "8e", "inf")),
+        *((INT, raw) for raw in ("", "1e400", "9007199254740993.0", 8.5)),
+        *((FLOAT, raw) for raw in ("NaN", "inf", ".5", "1.", "+0.5", "0x1p-1", "0_5", "1e400")),
+    ],
+)
+def test_numbers_take_no_other_spelling(spec: ParamSpec, raw: object) -> None:
+    with pytest.raises(ValueError, match=r"is not (an integer|a finite number)"):
+        spec.coerce(raw)
+
+
 def test_values_render_for_the_command_line() -> None:
     assert [render(v) for v in (True, False, 64, 0.01, "x")] == ["true", "false", "64", "0.01", "x"]
 

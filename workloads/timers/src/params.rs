@@ -211,6 +211,71 @@ fn range_text(kind: &Kind) -> String {
     }
 }
 
+/// Whether `text` is a JSON number (RFC 8259): the spellings of numbers in the workload
+/// contract, so no `+`, `0x`, `_`, `.5`, `5.`, `inf` or `nan`.
+fn is_json_number(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    let digits = |at: &mut usize| {
+        let start = *at;
+        while bytes.get(*at).is_some_and(u8::is_ascii_digit) {
+            *at += 1;
+        }
+        *at > start
+    };
+    if bytes.first() == Some(&b'-') {
+        at += 1;
+    }
+    match bytes.get(at) {
+        Some(b'0') => at += 1,
+        Some(b'1'..=b'9') => {
+            digits(&mut at);
+        }
+        _ => return false,
+    }
+    if bytes.get(at) == Some(&b'.') {
+        at += 1;
+        if !digits(&mut at) {
+            return false;
+        }
+    }
+    if matches!(bytes.get(at), Some(b'e' | b'E')) {
+        at += 1;
+        if matches!(bytes.get(at), Some(b'+' | b'-')) {
+            at += 1;
+        }
+        if !digits(&mut at) {
+            return false;
+        }
+    }
+    at == bytes.len()
+}
+
+/// Largest integer a double holds exactly: integral values spelt with a fraction or an
+/// exponent are read through one.
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+/// An integral value in any JSON-number spelling (`8`, `8.0`, `1e3`); `8.5` is none.
+fn parse_int(text: &str) -> Option<i64> {
+    if !is_json_number(text) {
+        return None;
+    }
+    if let Ok(v) = text.parse::<i64>() {
+        return Some(v);
+    }
+    let v: f64 = text.parse().ok()?;
+    (v.fract() == 0.0 && v.abs() <= MAX_SAFE_INTEGER).then_some(v as i64)
+}
+
+/// A finite number in any JSON-number spelling.
+fn parse_float(text: &str) -> Option<f64> {
+    if !is_json_number(text) {
+        return None;
+    }
+    let v: f64 = text.parse().ok()?;
+    v.is_finite().then_some(v)
+}
+
 /// Parses `text` as a value of `spec`.
 fn parse_value(spec: &ParamSpec, text: &str) -> Result<Value, BadInput> {
     let bad = || {
@@ -222,7 +287,7 @@ fn parse_value(spec: &ParamSpec, text: &str) -> Result<Value, BadInput> {
     };
     match spec.kind {
         Kind::Int { min, max } => {
-            let v: i64 = text.trim().parse().map_err(|_| bad())?;
+            let v = parse_int(text.trim()).ok_or_else(bad)?;
             if (min..=max).contains(&v) {
                 Ok(Value::Int(v))
             } else {
@@ -230,8 +295,8 @@ fn parse_value(spec: &ParamSpec, text: &str) -> Result<Value, BadInput> {
             }
         }
         Kind::Float { min, max } => {
-            let v: f64 = text.trim().parse().map_err(|_| bad())?;
-            if v.is_finite() && (min..=max).contains(&v) {
+            let v = parse_float(text.trim()).ok_or_else(bad)?;
+            if (min..=max).contains(&v) {
                 Ok(Value::Float(v))
             } else {
                 Err(bad())
@@ -498,6 +563,58 @@ mod tests {
         assert!(err(&["concurrency"]).starts_with("bad --param 'concurrency'"));
         let e = scenario(Some("burst")).unwrap_err().0;
         assert_eq!(e, "unknown scenario 'burst' (valid: steady, slow-tail)");
+    }
+
+    #[test]
+    fn numbers_take_every_json_spelling_and_no_other() {
+        let steady = scenario(None).unwrap();
+        let value = |name: &str, text: &str| {
+            let p = resolve(Some(steady), &overrides(&[&format!("{name}={text}")]));
+            p.map(|p| p.to_json()[name].clone())
+        };
+        for (text, want) in [
+            ("8", 8),
+            ("8.0", 8),
+            ("1e3", 1000),
+            ("1E+3", 1000),
+            ("0.8e1", 8),
+        ] {
+            assert_eq!(value("concurrency", text), Ok(json!(want)), "{text}");
+        }
+        assert_eq!(value("seed", "-0"), Ok(json!(0)));
+        assert_eq!(
+            value("seed", "9007199254740991"),
+            Ok(json!(9_007_199_254_740_991_i64))
+        );
+        for text in [
+            "8.5",
+            "+8",
+            "08",
+            "0x10",
+            "1_000",
+            "8.",
+            ".8e1",
+            "8e",
+            "inf",
+            "",
+            "1e400",
+            "9007199254740993.0",
+        ] {
+            let e = value("concurrency", text).unwrap_err().0;
+            assert!(e.starts_with("bad value '"), "{text}: {e}");
+        }
+        for (text, want) in [
+            ("1", 1.0),
+            ("0.25", 0.25),
+            ("2.5e-1", 0.25),
+            ("25E-2", 0.25),
+        ] {
+            assert_eq!(value("slow_fraction", text), Ok(json!(want)), "{text}");
+        }
+        for text in ["NaN", "inf", ".5", "1.", "+0.5", "0x1p-1", "0_5", "0.5f"] {
+            let e = value("slow_fraction", text).unwrap_err().0;
+            assert!(e.contains("'slow_fraction'"), "{text}: {e}");
+        }
     }
 
     #[test]

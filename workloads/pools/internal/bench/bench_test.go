@@ -149,6 +149,41 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// Numbers take every JSON spelling and no other (docs/workload-contract.md): an int
+// parameter any integral value, a float parameter any finite one.
+func TestNumberSpellings(t *testing.T) {
+	all := map[string]spec{}
+	for _, s := range specs() {
+		all[s.Name] = s
+	}
+	ints := map[string]int64{"8": 8, "8.0": 8, "1e3": 1000, "1E+3": 1000, "0.8e1": 8, " 8 ": 8}
+	for text, want := range ints {
+		if v, err := parseValue(all["capacity"], text); err != nil || v != want {
+			t.Errorf("capacity=%q: %v, %v; want %d", text, v, err, want)
+		}
+	}
+	if v, err := parseValue(all["seed"], "9007199254740991"); err != nil || v != int64(maxSafeInt) {
+		t.Errorf("seed=2^53-1: %v, %v", v, err)
+	}
+	floats := map[string]float64{"1": 1, "0.25": 0.25, "2.5e-1": 0.25, "25E-2": 0.25, "-0": 0}
+	for text, want := range floats {
+		if v, err := parseValue(all["decay"], text); err != nil || v != want {
+			t.Errorf("decay=%q: %v, %v; want %v", text, v, err, want)
+		}
+	}
+	for _, text := range []string{"8.5", "+8", "08", "0x10", "1_000", "8.", ".8e1", "8e", "inf", "",
+		"1e400", "9007199254740993.0"} {
+		if _, err := parseValue(all["capacity"], text); err == nil {
+			t.Errorf("capacity=%q accepted", text)
+		}
+	}
+	for _, text := range []string{"NaN", "Inf", ".5", "1.", "+0.5", "0x1p-1", "0_5", "1e400"} {
+		if _, err := parseValue(all["decay"], text); err == nil {
+			t.Errorf("decay=%q accepted", text)
+		}
+	}
+}
+
 // The source's four traces pace by sleeping each gap unless told otherwise; the hand-off
 // rule is vitess's unless told otherwise.
 func TestScenarioDefaults(t *testing.T) {

@@ -144,27 +144,84 @@ func rangeText(s spec) string {
 	return "comma-separated weights >= 0 with a positive sum, e.g. 5,1,1,1"
 }
 
+// isJSONNumber reports whether s is a JSON number (RFC 8259): the spellings of numbers in
+// the workload contract, so no "+", "0x", "_", ".5", "5.", "inf" or "nan".
+func isJSONNumber(s string) bool {
+	i := 0
+	digits := func() bool {
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i > start
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		digits()
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// parseInt reads an integral value in any JSON-number spelling ("8", "8.0", "1e3"; not
+// "8.5"). Spellings with a fraction or an exponent go through a float64, exact up to 2^53-1.
+func parseInt(t string) (int64, bool) {
+	if !isJSONNumber(t) {
+		return 0, false
+	}
+	if v, err := strconv.ParseInt(t, 10, 64); err == nil {
+		return v, true
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > maxSafeInt {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// parseFloat reads a finite number in any JSON-number spelling.
+func parseFloat(t string) (float64, bool) {
+	if !isJSONNumber(t) {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	return v, err == nil && !math.IsInf(v, 0)
+}
+
 func parseValue(s spec, text string) (any, error) {
 	bad := badf("bad value '%s' for parameter '%s' (valid: %s)", text, s.Name, rangeText(s))
 	t := strings.TrimSpace(text)
 	switch s.Type {
 	case "int":
-		v, err := strconv.ParseInt(t, 10, 64)
-		if err != nil {
-			// Accept "8.0" as the harness may render an integral float.
-			f, ferr := strconv.ParseFloat(t, 64)
-			if ferr != nil || f != math.Trunc(f) || math.Abs(f) > maxSafeInt {
-				return nil, bad
-			}
-			v = int64(f)
-		}
-		if float64(v) < s.Min || float64(v) > s.Max {
+		v, ok := parseInt(t)
+		if !ok || float64(v) < s.Min || float64(v) > s.Max {
 			return nil, bad
 		}
 		return v, nil
 	case "float":
-		v, err := strconv.ParseFloat(t, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < s.Min || v > s.Max {
+		v, ok := parseFloat(t)
+		if !ok || v < s.Min || v > s.Max {
 			return nil, bad
 		}
 		return v, nil
