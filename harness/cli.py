@@ -16,11 +16,12 @@ from typing import Any, NoReturn
 from rich.console import Console
 
 from harness import compare, doctor, tables
+from harness.catalog import choose, find_suites
 from harness.describe import DescribeError, Description, describe
 from harness.errors import BadInput, HarnessError
 from harness.hostinfo import collect_host, git_info
 from harness.listing import print_suites, suite_entry
-from harness.paths import REPO_ROOT, lock_path, results_root, workloads_root
+from harness.paths import REPO_ROOT, lock_path, results_root, suites_path, workloads_root
 from harness.plan import ORDERS, Plan, build_plan, plan_matrix
 from harness.probes import live, report
 from harness.probes.spec import NAMED as NAMED_PROBES
@@ -33,7 +34,7 @@ from harness.results import RunRecord, check_out_dir, dumps
 from harness.rundoc import jsonfile
 from harness.runlock import RunLock
 from harness.runner import execute, stop_on_signals
-from harness.suites import Suite, discover, select
+from harness.suites import Suite
 
 DEFAULT_DEADLINE_SLACK_S = 120.0
 EXIT_INTERRUPTED = 130
@@ -49,7 +50,9 @@ exit codes:
   130  interrupted (Ctrl-C or SIGTERM): run.json keeps the completed repeats
 
 environment:
-  HARNESS_WORKLOADS          folder of suites (default: <repo>/workloads)
+  HARNESS_WORKLOADS          the folder of suites searched first (default: <repo>/workloads)
+  HARNESS_SUITES_PATH        more folders of suites, colon-separated, searched after it in
+                             order; of two suites with one name the first wins
   HARNESS_RESULTS            results folder; runs go to its runs/ (default: <repo>/results)
   HARNESS_LOCK               lock file (default: /run/lock/harness.lock, else /tmp/harness.lock)
   HARNESS_DEADLINE_SLACK_S   a repeat is killed after warm-up + duration + this (default: 120)
@@ -179,13 +182,16 @@ def build_parser() -> argparse.ArgumentParser:
         prog="harness",
         formatter_class=fmt,
         description=_help("""
-            Benchmark harness: runs the strategies of each suite (workloads/<suite>/suite.toml)
-            several times, and reports medians with 95% intervals and ratios to a baseline.
+            Benchmark harness: runs the strategies of each suite (a folder with a suite.toml:
+            those in workloads/, those in the folders of $HARNESS_SUITES_PATH, or any folder
+            given by its path) several times, and reports medians with 95% intervals and
+            ratios to a baseline.
             """),
         epilog=_help("""
             examples:
               harness list                          suites, strategies, scenarios, parameters
               harness run timers --strategies none,tokio-timeout --param concurrency=64
+              harness run ~/suites/sumbench         a suite outside the repo, by its folder
               harness bench --quick                 what `make bench QUICK=1` runs
               harness compare results/runs/A results/runs/B
             """)
@@ -199,14 +205,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="list suites with their strategies, scenarios and parameters",
         formatter_class=fmt,
         description=_help("""
-            List every suite under the workloads folder with what its binary's `describe`
-            offers: strategies, scenarios, parameters (type, default, valid values, help) and
-            metrics. A suite whose binary is missing is listed as not built.
+            List every suite of the workloads folder and of the folders in
+            $HARNESS_SUITES_PATH (searched in this order), with its folder and what its
+            binary's `describe` offers: strategies, scenarios, parameters (type, default,
+            valid values, help) and metrics. A suite whose binary is missing is listed as not
+            built; one with the name of an earlier suite is listed as shadowed by it (run it
+            by its folder's path).
             """),
         epilog=_help("""
             examples:
               harness list
               harness list --json | jq '.[].strategies[].name'
+              HARNESS_SUITES_PATH=~/suites harness list
             """),
     )
     p.add_argument("--json", action="store_true", help="print the list as JSON on stdout")
@@ -224,10 +234,14 @@ def build_parser() -> argparse.ArgumentParser:
             examples:
               harness build
               harness build --suites timers
+              harness build --suites ~/suites/sumbench
             """),
     )
     p.add_argument(
-        "--suites", type=_names, metavar="A,B", help="comma-separated suites (default: all)"
+        "--suites",
+        type=_names,
+        metavar="A,B",
+        help="comma-separated suites, by name or folder path (default: all)",
     )
     p.set_defaults(handler=cmd_build)
 
@@ -243,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_help("""
             examples:
               harness run timers
+              harness run ./mysuite                 # the suite in folder ./mysuite
               harness run timers --strategies none,tokio-timeout --param concurrency=64
               harness run timers --param concurrency=256 --param concurrency=4096  # a sweep
               harness run timers --scenario slow-tail --duration-s 1 --warmup-s 0.3 --repeat 3
@@ -254,7 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
         + "\n"
         + EXIT_CODES,
     )
-    p.add_argument("suite", metavar="SUITE", help="the suite to run (see `harness list`)")
+    p.add_argument(
+        "suite",
+        metavar="SUITE",
+        help="the suite to run: a name (see `harness list`), or the path of a suite's folder "
+        "(an argument with a `/` or naming an existing folder), which may be anywhere",
+    )
     p.add_argument(
         "--strategies",
         type=_names,
@@ -342,12 +362,16 @@ def build_parser() -> argparse.ArgumentParser:
             examples:
               harness bench
               harness bench --suites timers --quick
+              harness bench --suites timers,~/suites/sumbench
             """)
         + "\n"
         + EXIT_CODES,
     )
     p.add_argument(
-        "--suites", type=_names, metavar="A,B", help="comma-separated suites (default: all)"
+        "--suites",
+        type=_names,
+        metavar="A,B",
+        help="comma-separated suites, by name or folder path (default: all)",
     )
     p.add_argument("--quick", action="store_true", help="short runs: [quick] overrides [bench]")
     _probes_option(p)
@@ -509,8 +533,9 @@ def _sweep(pairs: Sequence[str]) -> dict[str, list[object]]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    catalog = find_suites(workloads_root(), suites_path())
     entries: list[dict[str, Any]] = []
-    for suite in discover(workloads_root()).values():
+    for suite in catalog.suites.values():
         description: Description | None = None
         problem = None if suite.built else NOT_BUILT
         if suite.built:
@@ -519,6 +544,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             except DescribeError as err:
                 problem = f"describe failed: {err}"
         entries.append(suite_entry(suite, description, problem))
+        for hidden in catalog.hidden_by(suite):
+            problem = f"shadowed by {suite.folder}; run it by its path: harness run {hidden.folder}"
+            entries.append(suite_entry(hidden, None, problem, shadowed_by=suite))
     if args.json:
         print(json.dumps(entries, indent=2))
     else:
@@ -527,7 +555,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    for suite in select(discover(workloads_root()), args.suites):
+    for suite in choose(args.suites, workloads_root(), suites_path()):
         if suite.build is None:
             print(f"harness: suite '{suite.name}' has no build command", file=sys.stderr)
             continue
@@ -541,7 +569,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    suite = _built(select(discover(workloads_root()), [args.suite])[0])
+    suite = _built(choose([args.suite], workloads_root(), suites_path())[0])
     probes = _probe_specs(args)
     if args.probe_overhead and not probes:
         raise BadInput("--probe-overhead needs probes to measure, and --probes is none")
@@ -575,11 +603,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    root = workloads_root()
-    suites = [_built(s) for s in select(discover(root), args.suites)]
+    roots = [workloads_root(), *suites_path()]
+    suites = [_built(s) for s in choose(args.suites, roots[0], roots[1:])]
     probes = _probe_specs(args)
     if not suites:
-        raise BadInput(f"no suites under {root} (a suite is a folder with a suite.toml)")
+        where = ", ".join(str(root) for root in roots)
+        raise BadInput(f"no suites under {where} (a suite is a folder with a suite.toml)")
     out_dir = results_root() / "runs"
     slack_s = _deadline_slack_s()
     cpus = os.cpu_count() or 1

@@ -13,9 +13,13 @@ from harness.suites import Suite
 
 
 def suite_entry(
-    suite: Suite, description: Description | None, problem: str | None
+    suite: Suite,
+    description: Description | None,
+    problem: str | None,
+    shadowed_by: Suite | None = None,
 ) -> dict[str, Any]:
-    """One suite for `harness list --json`; `problem` says why there is no description."""
+    """One suite for `harness list --json`; `problem` says why there is no description,
+    `shadowed_by` is the earlier suite of the same name that hides this one."""
     entry: dict[str, Any] = {
         "name": suite.name,
         "description": suite.description,
@@ -23,6 +27,7 @@ def suite_entry(
         "binary": str(suite.binary),
         "built": suite.built,
         "status": problem or "ok",
+        "shadowed_by": None if shadowed_by is None else str(shadowed_by.folder),
     }
     if description is None:
         return entry

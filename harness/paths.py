@@ -10,7 +10,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def workloads_root() -> Path:
     """Folder whose subfolders with a suite.toml are the suites (env HARNESS_WORKLOADS)."""
-    return Path(os.environ.get("HARNESS_WORKLOADS") or REPO_ROOT / "workloads")
+    return Path(os.environ.get("HARNESS_WORKLOADS") or REPO_ROOT / "workloads").absolute()
+
+
+def suites_path() -> list[Path]:
+    """More folders of suites, searched after the workloads folder in this order
+    (env HARNESS_SUITES_PATH, colon-separated; empty entries are skipped)."""
+    text = os.environ.get("HARNESS_SUITES_PATH") or ""
+    return [Path(entry).absolute() for entry in text.split(":") if entry]
 
 
 def results_root() -> Path:

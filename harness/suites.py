@@ -1,4 +1,4 @@
-"""Discovery and validation of suites: `workloads/<folder>/suite.toml`."""
+"""Loading and validating suites: one folder of suites (`<folder>/<suite>/suite.toml`) at a time."""
 
 from __future__ import annotations
 
@@ -194,6 +194,8 @@ def _matrix(table: _Table | None, base: Matrix) -> Matrix:
 
 def load_suite(manifest: Path) -> Suite:
     """Parse and validate one suite.toml."""
+    # Absolute: the binary is started with the suite's folder as its working directory.
+    manifest = manifest.absolute()
     try:
         data = tomllib.loads(manifest.read_text(encoding="utf-8"))
     except OSError as err:
