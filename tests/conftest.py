@@ -32,6 +32,7 @@ def harness_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, st
     for key, value in values.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("HARNESS_SUITES_PATH", raising=False)  # set by a test that wants it
     return dict(os.environ)
 
 
