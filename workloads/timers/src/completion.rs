@@ -2,23 +2,33 @@
 //!
 //! Each load task owns one [`Completion`] and reuses it for every request it issues (it
 //! has one request in flight at a time), so completing a request allocates nothing: the
-//! connection's handler map holds a clone of the task's `Arc` while the request is live,
-//! and whoever takes the live handler out of the map calls [`Completion::resolve`] once.
-//! Every resolution carries the [`RequestId`] it is for, and the waiter checks it, so a
-//! resolution can never be taken for a different request of the same task.
+//! task arms the cell with the id of its next request ([`Completion::arm`]) before handing
+//! the request to the connection's router, and the router's handler map holds a clone of
+//! the task's `Arc` while the request is live.
+//!
+//! Several parties may try to end a request: the router (an answer, a tracked deadline, a
+//! connection failure, the drain giving up), the task's own tokio timeout, or an engine's
+//! expiry thread. [`Completion::resolve`] lets exactly one of them win: a compare-and-swap
+//! takes the armed id, so every later attempt for that request (or for an earlier request
+//! of the same task) fails and the loser learns it lost. Every resolution carries the
+//! [`RequestId`] it is for, and the waiter checks it.
 //!
 //! A request timed by a thread-based engine leaves its [`TimerHandle`] in the cell, and
-//! the resolver cancels it when the request completes other than by its own expiry, on the
-//! resolver's thread, as lettuce cancels a command's timeout in its `onComplete` callback.
+//! the winner cancels it unless the winner is that timeout itself, on the winner's thread,
+//! as lettuce cancels a command's timeout in its `onComplete` callback.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use timer_engines::TimerHandle;
 
 use crate::handler_map::RequestId;
+
+/// The armed id of a cell that waits for no request.
+const IDLE: u64 = u64::MAX;
 
 /// Why a request failed without an answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -53,9 +63,20 @@ struct State {
 }
 
 /// A reusable one-request-at-a-time completion cell.
-#[derive(Default)]
 pub struct Completion {
+    /// The raw id of the request that may still be resolved, or [`IDLE`]. Only
+    /// [`Completion::arm`] sets an id; only the winning resolution takes it.
+    armed: AtomicU64,
     state: Mutex<State>,
+}
+
+impl Default for Completion {
+    fn default() -> Self {
+        Completion {
+            armed: AtomicU64::new(IDLE),
+            state: Mutex::default(),
+        }
+    }
 }
 
 impl Completion {
@@ -69,21 +90,38 @@ impl Completion {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Leaves the engine timeout of the pending request to be cancelled on completion. Call
-    /// before the request is sent, so that no answer can come first.
-    pub fn set_timeout(&self, timeout: TimerHandle) {
-        self.lock().timeout = Some(timeout);
+    /// Makes request `id` the one this cell waits for. Call before the request leaves the
+    /// task, and only once the previous request's outcome has been waited for.
+    pub fn arm(&self, id: RequestId) {
+        let previous = self.armed.swap(id.raw(), Ordering::AcqRel);
+        debug_assert_eq!(previous, IDLE, "{id:?} armed over a pending request");
     }
 
-    /// Delivers the outcome of request `id`, cancels its engine timeout unless that timeout
-    /// is what ended it, and wakes its waiter.
-    pub fn resolve(&self, id: RequestId, outcome: Outcome) {
+    /// Leaves the engine timeout of request `id` to be cancelled by whoever completes it.
+    /// Call before the request is sent, so that no answer can come first; if the timeout
+    /// has fired already, it has nothing left to cancel and is dropped.
+    pub fn set_timeout(&self, id: RequestId, timeout: TimerHandle) {
+        let mut state = self.lock();
+        // The winner takes the handle under this lock after its compare-and-swap: checked
+        // here under the same lock, the handle can never be left behind for the next request.
+        if self.armed.load(Ordering::Acquire) == id.raw() {
+            state.timeout = Some(timeout);
+        }
+    }
+
+    /// Delivers `outcome` as the end of request `id` if nothing has ended it yet: cancels its
+    /// engine timeout unless that timeout is what ended it, and wakes the waiter. Returns
+    /// whether this call won; a losing call changes nothing.
+    pub fn resolve(&self, id: RequestId, outcome: Outcome) -> bool {
+        if self
+            .armed
+            .compare_exchange(id.raw(), IDLE, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return false;
+        }
         let (waker, timeout) = {
             let mut state = self.lock();
-            debug_assert!(
-                state.resolution.is_none(),
-                "request {id:?} resolved while an earlier resolution was pending"
-            );
             state.resolution = Some((id, outcome));
             (state.waker.clone(), state.timeout.take())
         };
@@ -95,6 +133,7 @@ impl Completion {
         if let Some(waker) = waker {
             waker.wake();
         }
+        true
     }
 
     /// Waits for the outcome of request `id`.
@@ -142,23 +181,69 @@ impl Future for Wait<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use std::sync::{Arc, Barrier};
 
     #[tokio::test]
     async fn resolution_wakes_the_waiter() {
         let cell = Arc::new(Completion::new());
-        let id = RequestId::new(3, 1);
+        let id = RequestId::from_raw(1);
+        cell.arm(id);
         let remote = cell.clone();
         let resolver = tokio::spawn(async move {
             tokio::task::yield_now().await;
-            remote.resolve(id, Outcome::Timeout);
+            assert!(remote.resolve(id, Outcome::Timeout));
         });
         assert_eq!(cell.wait(id).await, Outcome::Timeout);
         resolver.await.unwrap();
         // Resolved before waiting: ready at once, and the cell is reusable.
-        let next = RequestId::new(3, 2);
-        cell.resolve(next, Outcome::Ok);
+        let next = RequestId::from_raw(2);
+        cell.arm(next);
+        assert!(cell.resolve(next, Outcome::Ok));
         assert_eq!(cell.wait(next).await, Outcome::Ok);
+    }
+
+    #[tokio::test]
+    async fn only_the_first_resolution_of_the_armed_request_wins() {
+        let cell = Completion::new();
+        let (first, second) = (RequestId::from_raw(7), RequestId::from_raw(8));
+        assert!(!cell.resolve(first, Outcome::Ok), "nothing was armed");
+        cell.arm(first);
+        assert!(cell.resolve(first, Outcome::Timeout));
+        assert!(!cell.resolve(first, Outcome::Ok), "resolved twice");
+        assert_eq!(cell.wait(first).await, Outcome::Timeout);
+        // A late resolver of the previous request cannot end the next one.
+        cell.arm(second);
+        assert!(!cell.resolve(first, Outcome::Ok));
+        assert!(cell.resolve(second, Outcome::Ok));
+        assert_eq!(cell.wait(second).await, Outcome::Ok);
+    }
+
+    /// Two threads released together resolve the same request: exactly one wins, and the
+    /// waiter sees the winner's outcome.
+    #[test]
+    fn racing_resolvers_resolve_exactly_once() {
+        let cell = Arc::new(Completion::new());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        for raw in 0..2000 {
+            let id = RequestId::from_raw(raw);
+            cell.arm(id);
+            let start = Arc::new(Barrier::new(2));
+            let racer = {
+                let (cell, start) = (Arc::clone(&cell), Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    cell.resolve(id, Outcome::Timeout)
+                })
+            };
+            start.wait();
+            let mine = cell.resolve(id, Outcome::Ok);
+            let theirs = racer.join().unwrap();
+            assert!(mine != theirs, "request {raw}: both or neither won");
+            let expected = if mine { Outcome::Ok } else { Outcome::Timeout };
+            assert_eq!(runtime.block_on(cell.wait(id)), expected);
+        }
     }
 
     #[test]
@@ -174,13 +259,25 @@ mod tests {
                 .unwrap()
         };
         let cell = Completion::new();
-        cell.set_timeout(engine.schedule(far, ()));
-        cell.resolve(RequestId::new(1, 1), Outcome::Ok);
+        let take = |cell: &Completion| cell.lock().resolution.take();
+        let first = RequestId::from_raw(1);
+        cell.arm(first);
+        cell.set_timeout(first, engine.schedule(far, ()));
+        assert!(cell.resolve(first, Outcome::Ok));
         assert_eq!(cancelled(), 1);
-        let _ = cell.lock().resolution.take();
-        cell.set_timeout(engine.schedule(far, ()));
-        cell.resolve(RequestId::new(1, 2), Outcome::Timeout);
+        take(&cell);
+        let second = RequestId::from_raw(2);
+        cell.arm(second);
+        cell.set_timeout(second, engine.schedule(far, ()));
+        assert!(cell.resolve(second, Outcome::Timeout));
         assert_eq!(cancelled(), 1, "a timeout that fired is not cancelled");
+        assert!(cell.lock().timeout.is_none());
+        take(&cell);
+        // A timeout that fired before its handle was set is not kept for the next request.
+        let third = RequestId::from_raw(3);
+        cell.arm(third);
+        assert!(cell.resolve(third, Outcome::Timeout));
+        cell.set_timeout(third, engine.schedule(far, ()));
         assert!(cell.lock().timeout.is_none());
     }
 
@@ -188,7 +285,8 @@ mod tests {
     #[should_panic(expected = "delivered to the waiter")]
     async fn a_resolution_for_another_request_is_caught() {
         let cell = Completion::new();
-        cell.resolve(RequestId::new(1, 1), Outcome::Ok);
-        cell.wait(RequestId::new(1, 2)).await;
+        cell.arm(RequestId::from_raw(1));
+        cell.resolve(RequestId::from_raw(1), Outcome::Ok);
+        cell.wait(RequestId::from_raw(2)).await;
     }
 }

@@ -163,9 +163,13 @@ impl Connection {
         deadline: Option<Instant>,
         measured: bool,
     ) -> Result<RequestId, ErrorKind> {
-        let id = self
-            .lock()
-            .insert(Arc::clone(completion), deadline, measured)?;
+        let id = {
+            let mut map = self.lock();
+            let id = map.insert(Arc::clone(completion), deadline, measured)?;
+            // Armed under the lock, before anything can take the handler to resolve it.
+            completion.arm(id);
+            id
+        };
         if let Some(log) = &self.log {
             log.record(Event::Issued {
                 conn: self.index,

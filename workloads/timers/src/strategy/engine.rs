@@ -111,7 +111,7 @@ impl Engine {
             conn: conn.index() as u32,
             id,
         };
-        completion.set_timeout(self.schedule(deadline, target));
+        completion.set_timeout(id, self.schedule(deadline, target));
         counts.registered += 1;
         conn.send(id, request.key, request.measured);
         let outcome = completion.wait(id).await;
