@@ -2,10 +2,11 @@
 //!
 //! Wrapping every request in `tokio::time::timeout` registers and cancels one
 //! timer entry per request under the timer driver's mutex. Instead, the
-//! connection's router task owns a single [`ArmableTimer`]; request senders
-//! lower its deadline through an [`ArmHandle`] only when they bring the
-//! earliest in-flight deadline forward, so the underlying tokio `Sleep` is
-//! reset about once per expiry batch rather than once per request.
+//! connection's router task owns a single [`ArmableTimer`]; its writer lowers
+//! the deadline through an [`ArmHandle`] (which any thread may hold) only when
+//! a request it allocates brings the earliest in-flight deadline forward, so
+//! the underlying tokio `Sleep` is reset about once per expiry batch rather
+//! than once per request.
 //!
 //! The armed deadline lives in an atomic (nanoseconds since the timer's epoch,
 //! [`u64::MAX`] when unarmed) next to a waker slot. The router registers its

@@ -34,8 +34,8 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 const MAX_PACING_SLEEP: Duration = Duration::from_millis(100);
 /// How long abandoned requests may take to reach their tasks.
 const ABANDON_GRACE: Duration = Duration::from_secs(1);
-/// How often the drain checks whether the orphans are gone.
-const ORPHAN_POLL: Duration = Duration::from_millis(5);
+/// How often the drain checks whether the connections are idle.
+const IDLE_POLL: Duration = Duration::from_millis(5);
 
 /// Phase changes the caller prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,10 +200,11 @@ impl Bench {
         })
     }
 
-    /// Waits for the tasks and the orphans, within the drain bound; abandons whatever is
-    /// still live after it. A task whose request is not even in a map any more (resolved by
-    /// nobody) is aborted after [`ABANDON_GRACE`]; its counts are lost. Returns the merged
-    /// task stats, the live handlers found when the waiting ended, and the aborted tasks.
+    /// Waits for the tasks, then for the connections to go idle (late answers free the
+    /// orphaned streams), within the drain bound; abandons whatever is still live after it.
+    /// A task whose request is not even in a map any more (resolved by nobody) is aborted
+    /// after [`ABANDON_GRACE`]; its counts are lost. Returns the merged task stats, the
+    /// live handlers found when the waiting ended, and the aborted tasks.
     async fn drain(
         &self,
         tasks: Vec<JoinHandle<TaskStats>>,
@@ -220,10 +221,8 @@ impl Bench {
                 Err(_) => pending.push(task),
             }
         }
-        while tokio::time::Instant::now() < deadline
-            && self.conns.iter().map(|c| c.orphans()).sum::<usize>() > 0
-        {
-            tokio::time::sleep(ORPHAN_POLL).await;
+        while tokio::time::Instant::now() < deadline && !self.conns.iter().all(|c| c.is_idle()) {
+            tokio::time::sleep(IDLE_POLL).await;
         }
         let handlers_left = self.conns.iter().map(|c| c.live() as u64).sum();
         let mut lost_tasks = 0;

@@ -20,7 +20,8 @@ use tokio::time::Instant;
 
 use crate::armable_timer::ArmHandle;
 
-/// Not thread-safe: it lives inside the connection's handler-map mutex.
+/// Not thread-safe: it lives in the connection's handler map, which only the router task
+/// touches.
 pub struct DeadlineTracker {
     arm: ArmHandle,
     /// `(deadline, request id)`, ordered by deadline. Request ids are unique
@@ -91,8 +92,8 @@ impl DeadlineTracker {
     }
 
     /// Requests inserted, removed in time, and expired so far.
-    pub fn counters(&self) -> Vec<(&'static str, u64)> {
-        vec![
+    pub fn counters(&self) -> [(&'static str, u64); 3] {
+        [
             ("inserted", self.inserted),
             ("removed", self.removed),
             ("expired", self.expired),

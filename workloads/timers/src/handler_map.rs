@@ -1,48 +1,39 @@
-//! A connection's response-handler map: the single point of truth about which requests are
-//! live on the connection.
+//! A connection's response-handler map: which stream ids are taken, and by which request.
 //!
-//! Slots are indexed by stream id. A slot is free, holds the live [`Handler`] of a request
-//! waiting for its answer, or is an orphan: its request was resolved without an answer (it
-//! timed out or was abandoned), so the stream id stays taken until the late answer arrives
-//! and frees it. Whoever takes a live handler out of the map (the reader on an answer, a
-//! timeout path on expiry, the drain on abandon, the connection on failure) resolves it,
-//! exactly once.
+//! Only the connection's router task touches it (see [`router`](crate::router)). Slots are
+//! indexed by stream id. A slot is free, holds the live [`Handler`] of a request waiting
+//! for its answer, or is an orphan: its request was resolved without an answer (it timed
+//! out or was abandoned), so the stream id stays taken until the late answer arrives and
+//! frees it. Stream ids are allocated by the router when it takes a request off the
+//! connection's queue; callers name their requests by [`RequestId`]s, which the map
+//! resolves to streams for orphaning, as the scylla driver's `request_to_stream` does.
 //!
-//! Request ids carry a per-connection sequence number next to the stream id, so a stream id
-//! reused after its orphan was freed can never be mistaken for the earlier request (a timer
-//! that fires late for an old request finds a different id in the slot and does nothing).
+//! Taking a live handler out of the map does not by itself decide the request's outcome:
+//! the router then resolves its [`Completion`], where the first resolution wins. A request
+//! whose caller timed it out before the router allocated its stream stays live until its
+//! answer, which then loses to the timeout and counts as late.
 //!
 //! With the `deadline-tracker` strategy the map also owns the connection's
-//! [`DeadlineTracker`]: deadlines are inserted and removed under the same lock as handlers.
+//! [`DeadlineTracker`]: a live request's deadline is tracked from allocation until its
+//! handler leaves the map.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::completion::{Completion, ErrorKind};
+use crate::completion::Completion;
 use crate::deadline_tracker::DeadlineTracker;
-use crate::protocol::ServerStats;
 
-/// Bits of a [`RequestId`] that hold the stream id.
-const STREAM_BITS: u32 = 24;
-/// Stream ids per connection.
-pub const MAX_STREAMS: usize = 1 << STREAM_BITS;
+/// Stream ids a connection hands out at most. The driver's are 15-bit; ours are wider so
+/// that a run's concurrency, not the stream space, bounds the requests in flight.
+pub const MAX_STREAMS: usize = 1 << 24;
 
-/// Names one request of a connection: `sequence << 24 | stream`.
+/// Names one request of a connection: callers number their requests from a per-connection
+/// counter, as the scylla driver's `request_id_generator` does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RequestId(u64);
 
 impl RequestId {
-    /// The id of the `seq`-th request of a connection, sent on `stream`.
-    pub fn new(stream: u32, seq: u64) -> RequestId {
-        debug_assert!((stream as usize) < MAX_STREAMS);
-        RequestId(seq << STREAM_BITS | u64::from(stream))
-    }
-
-    /// The stream id the request is sent on.
-    pub fn stream(self) -> u32 {
-        (self.0 & (MAX_STREAMS as u64 - 1)) as u32
-    }
-
     /// The raw value (what the deadline tracker and the timer engines carry).
     pub fn raw(self) -> u64 {
         self.0
@@ -78,14 +69,11 @@ pub struct UnknownStream(pub u32);
 pub struct HandlerMap {
     slots: Vec<Slot>,
     free: Vec<u32>,
-    next_seq: u64,
-    live: usize,
+    /// The stream of each live request.
+    streams: HashMap<RequestId, u32>,
     orphans: usize,
     late_responses: u64,
-    closed: bool,
     tracker: Option<DeadlineTracker>,
-    /// The server's counters, as of the last `STATS` answer.
-    pub server_stats: ServerStats,
 }
 
 impl HandlerMap {
@@ -94,51 +82,35 @@ impl HandlerMap {
         HandlerMap {
             slots: Vec::new(),
             free: Vec::new(),
-            next_seq: 0,
-            live: 0,
+            streams: HashMap::new(),
             orphans: 0,
             late_responses: 0,
-            closed: false,
             tracker,
-            server_stats: ServerStats::default(),
         }
     }
 
-    /// Takes a free stream id for a new live request and returns the request's id.
-    pub fn insert(
-        &mut self,
-        completion: Arc<Completion>,
-        deadline: Option<Instant>,
-        measured: bool,
-    ) -> Result<RequestId, ErrorKind> {
-        if self.closed {
-            return Err(ErrorKind::ConnectionClosed);
-        }
+    /// Takes a free stream id for `handler`'s request and returns it; hands the handler
+    /// back if every stream id is taken.
+    pub fn allocate(&mut self, handler: Handler) -> Result<u32, Handler> {
         let stream = match self.free.pop() {
             Some(stream) => stream,
             None if self.slots.len() < MAX_STREAMS => {
                 self.slots.push(Slot::Free);
                 (self.slots.len() - 1) as u32
             }
-            None => return Err(ErrorKind::StreamsExhausted),
+            None => return Err(handler),
         };
-        let id = RequestId::new(stream, self.next_seq);
-        self.next_seq += 1;
-        if let (Some(tracker), Some(deadline)) = (self.tracker.as_mut(), deadline) {
-            tracker.insert(deadline.into(), id.raw());
+        if let (Some(tracker), Some(deadline)) = (self.tracker.as_mut(), handler.deadline) {
+            tracker.insert(deadline.into(), handler.id.raw());
         }
-        self.slots[stream as usize] = Slot::Live(Handler {
-            id,
-            completion,
-            deadline,
-            measured,
-        });
-        self.live += 1;
-        Ok(id)
+        let previous = self.streams.insert(handler.id, stream);
+        debug_assert!(previous.is_none(), "{:?} allocated twice", handler.id);
+        self.slots[stream as usize] = Slot::Live(handler);
+        Ok(stream)
     }
 
-    /// An answer came on `stream`: returns its live handler (the caller resolves it), or
-    /// `None` for the late answer of an orphan, which frees the stream id.
+    /// An answer came on `stream`: frees the stream and returns its live handler (the
+    /// router resolves it), or `None` for the late answer of an orphan.
     pub fn take_answered(&mut self, stream: u32) -> Result<Option<Handler>, UnknownStream> {
         let slot = self
             .slots
@@ -146,45 +118,49 @@ impl HandlerMap {
             .ok_or(UnknownStream(stream))?;
         match std::mem::replace(slot, Slot::Free) {
             Slot::Live(handler) => {
-                self.live -= 1;
                 self.free.push(stream);
-                if let (Some(tracker), Some(deadline)) = (self.tracker.as_mut(), handler.deadline) {
-                    tracker.remove(deadline.into(), handler.id.raw());
-                }
+                self.forget(&handler);
                 Ok(Some(handler))
             }
             Slot::Orphan { measured } => {
-                self.orphans -= 1;
                 self.free.push(stream);
-                if measured {
-                    self.late_responses += 1;
-                }
+                self.orphans -= 1;
+                self.count_late_answer(measured);
                 Ok(None)
             }
             Slot::Free => Err(UnknownStream(stream)),
         }
     }
 
+    /// Counts an answer that came after its request was resolved without it.
+    pub fn count_late_answer(&mut self, measured: bool) {
+        self.late_responses += u64::from(measured);
+    }
+
+    /// Drops a live handler's stream mapping and deadline.
+    fn forget(&mut self, handler: &Handler) {
+        self.streams.remove(&handler.id);
+        untrack(self.tracker.as_mut(), handler);
+    }
+
     /// Turns the live request `id` into an orphan and returns its handler; `None` if `id`
-    /// is no longer live (it was answered or resolved another way first).
+    /// is not live (answered, resolved another way, or not allocated yet).
     pub fn orphan(&mut self, id: RequestId) -> Option<Handler> {
         let handler = self.orphan_untracked(id)?;
-        if let (Some(tracker), Some(deadline)) = (self.tracker.as_mut(), handler.deadline) {
-            tracker.remove(deadline.into(), id.raw());
-        }
+        untrack(self.tracker.as_mut(), &handler);
         Some(handler)
     }
 
     fn orphan_untracked(&mut self, id: RequestId) -> Option<Handler> {
-        let slot = self.slots.get_mut(id.stream() as usize)?;
+        let stream = self.streams.remove(&id)?;
+        let slot = &mut self.slots[stream as usize];
         let measured = match slot {
-            Slot::Live(h) if h.id == id => h.measured,
-            _ => return None,
+            Slot::Live(handler) => handler.measured,
+            _ => unreachable!("{id:?} maps to stream {stream}, which is not live"),
         };
         let Slot::Live(handler) = std::mem::replace(slot, Slot::Orphan { measured }) else {
             unreachable!("the slot was checked to be live")
         };
-        self.live -= 1;
         self.orphans += 1;
         Some(handler)
     }
@@ -199,50 +175,37 @@ impl HandlerMap {
         tracker.pop_expired(now.into(), ids);
         for raw in ids.drain(..) {
             // Popped ids have left the tracker already; a popped id whose request was
-            // answered or failed meanwhile is not live any more and is skipped.
-            if let Some(handler) = self.orphan_untracked(RequestId::from_raw(raw)) {
-                expired.push(handler);
-            }
+            // answered or abandoned meanwhile is not live any more and is skipped.
+            expired.extend(self.orphan_untracked(RequestId::from_raw(raw)));
         }
     }
 
     /// Orphans every live request (the drain gives up on them), pushing their handlers
     /// onto `out`.
     pub fn orphan_all(&mut self, out: &mut Vec<Handler>) {
-        for stream in 0..self.slots.len() {
-            if let Slot::Live(h) = &self.slots[stream] {
-                let id = h.id;
-                out.extend(self.orphan(id));
-            }
+        let ids: Vec<RequestId> = self.streams.keys().copied().collect();
+        for id in ids {
+            out.extend(self.orphan(id));
         }
     }
 
-    /// Closes the map for good: every live handler goes to `out` (no answer will come),
-    /// orphans are forgotten and new requests fail.
+    /// Empties the map for good (the connection is closing): every live handler goes to
+    /// `out`, orphans are forgotten.
     pub fn close(&mut self, out: &mut Vec<Handler>) {
-        self.closed = true;
-        for (stream, slot) in self.slots.iter_mut().enumerate() {
-            match std::mem::replace(slot, Slot::Free) {
-                Slot::Live(handler) => {
-                    if let (Some(tracker), Some(deadline)) =
-                        (self.tracker.as_mut(), handler.deadline)
-                    {
-                        tracker.remove(deadline.into(), handler.id.raw());
-                    }
-                    out.push(handler);
-                }
-                Slot::Orphan { .. } => {}
-                Slot::Free => continue,
+        for slot in self.slots.drain(..) {
+            if let Slot::Live(handler) = slot {
+                untrack(self.tracker.as_mut(), &handler);
+                out.push(handler);
             }
-            self.free.push(stream as u32);
         }
-        self.live = 0;
+        self.free.clear();
+        self.streams.clear();
         self.orphans = 0;
     }
 
     /// Live requests.
     pub fn live(&self) -> usize {
-        self.live
+        self.streams.len()
     }
 
     /// Stream ids held by requests resolved without an answer.
@@ -250,16 +213,21 @@ impl HandlerMap {
         self.orphans
     }
 
-    /// Late answers to orphaned requests of the measured window.
+    /// Late answers to requests of the measured window.
     pub fn late_responses(&self) -> u64 {
         self.late_responses
     }
 
-    /// The deadline tracker's counters (empty without a tracker).
-    pub fn tracker_counters(&self) -> Vec<(&'static str, u64)> {
-        self.tracker
-            .as_ref()
-            .map_or_else(Vec::new, |t| t.counters())
+    /// The deadline tracker's counters, if the map has a tracker.
+    pub fn tracker_counters(&self) -> Option<[(&'static str, u64); 3]> {
+        self.tracker.as_ref().map(DeadlineTracker::counters)
+    }
+}
+
+/// Stops tracking `handler`'s deadline, if it has one.
+fn untrack(tracker: Option<&mut DeadlineTracker>, handler: &Handler) {
+    if let (Some(tracker), Some(deadline)) = (tracker, handler.deadline) {
+        tracker.remove(deadline.into(), handler.id.raw());
     }
 }
 
@@ -271,88 +239,89 @@ mod tests {
         HandlerMap::new(None)
     }
 
-    fn cell() -> Arc<Completion> {
-        Arc::new(Completion::new())
+    fn handler(raw: u64, measured: bool) -> Handler {
+        Handler {
+            id: RequestId::from_raw(raw),
+            completion: Arc::new(Completion::new()),
+            deadline: None,
+            measured,
+        }
     }
 
-    #[test]
-    fn request_ids_pack_stream_and_sequence() {
-        let id = RequestId::new(MAX_STREAMS as u32 - 1, 12345);
-        assert_eq!(id.stream(), MAX_STREAMS as u32 - 1);
-        assert_eq!(RequestId::from_raw(id.raw()), id);
-        assert_ne!(RequestId::new(5, 1), RequestId::new(5, 2));
+    fn allocate(m: &mut HandlerMap, raw: u64, measured: bool) -> u32 {
+        m.allocate(handler(raw, measured))
+            .unwrap_or_else(|_| panic!("no stream for request {raw}"))
     }
 
     #[test]
     fn an_answer_frees_the_stream() {
         let mut m = map();
-        let a = m.insert(cell(), None, true).unwrap();
-        let b = m.insert(cell(), None, true).unwrap();
-        assert_ne!(a.stream(), b.stream());
+        let a = allocate(&mut m, 1, true);
+        let b = allocate(&mut m, 2, true);
+        assert_ne!(a, b);
         assert_eq!(m.live(), 2);
-        let h = m.take_answered(a.stream()).unwrap().unwrap();
-        assert_eq!(h.id, a);
+        let h = m.take_answered(a).unwrap().unwrap();
+        assert_eq!(h.id, RequestId::from_raw(1));
         assert_eq!(m.live(), 1);
-        // The freed stream is reused, under a new request id.
-        let c = m.insert(cell(), None, false).unwrap();
-        assert_eq!(c.stream(), a.stream());
-        assert_ne!(c, a);
-        // The old id no longer names a live request.
-        assert!(m.orphan(a).is_none());
+        // The freed stream is reused by the next request.
+        assert_eq!(allocate(&mut m, 3, false), a);
+        // The answered request is no longer live.
+        assert!(m.orphan(RequestId::from_raw(1)).is_none());
         assert!(matches!(m.take_answered(999), Err(UnknownStream(999))));
     }
 
     #[test]
     fn an_orphan_keeps_its_stream_until_the_late_answer() {
         let mut m = map();
-        let a = m.insert(cell(), None, true).unwrap();
-        let h = m.orphan(a).unwrap();
-        assert_eq!(h.id, a);
-        assert!(m.orphan(a).is_none(), "orphaned twice");
+        let a = allocate(&mut m, 1, true);
+        let h = m.orphan(RequestId::from_raw(1)).unwrap();
+        assert_eq!(h.id, RequestId::from_raw(1));
+        assert!(m.orphan(RequestId::from_raw(1)).is_none(), "orphaned twice");
         assert_eq!((m.live(), m.orphans()), (0, 1));
-        let b = m.insert(cell(), None, true).unwrap();
-        assert_ne!(b.stream(), a.stream(), "an orphan's stream was reused");
-        assert!(m.take_answered(a.stream()).unwrap().is_none());
+        let b = allocate(&mut m, 2, true);
+        assert_ne!(b, a, "an orphan's stream was reused");
+        assert!(m.take_answered(a).unwrap().is_none());
         assert_eq!((m.live(), m.orphans(), m.late_responses()), (1, 0, 1));
         // Only measured orphans count as late responses.
-        let c = m.insert(cell(), None, false).unwrap();
-        m.orphan(c).unwrap();
-        m.take_answered(c.stream()).unwrap();
+        let c = allocate(&mut m, 3, false);
+        m.orphan(RequestId::from_raw(3)).unwrap();
+        m.take_answered(c).unwrap();
         assert_eq!(m.late_responses(), 1);
-        assert_eq!(
-            m.take_answered(c.stream()).err(),
-            Some(UnknownStream(c.stream()))
-        );
+        assert_eq!(m.take_answered(c).err(), Some(UnknownStream(c)));
     }
 
     #[test]
-    fn close_fails_live_requests_and_refuses_new_ones() {
+    fn orphaning_a_request_not_allocated_yet_does_nothing() {
         let mut m = map();
-        let a = m.insert(cell(), None, true).unwrap();
-        let b = m.insert(cell(), None, true).unwrap();
-        m.orphan(b).unwrap();
+        assert!(m.orphan(RequestId::from_raw(5)).is_none());
+        let s = allocate(&mut m, 5, true);
+        assert_eq!((m.live(), m.orphans()), (1, 0));
+        assert!(m.take_answered(s).unwrap().is_some());
+    }
+
+    #[test]
+    fn close_hands_over_live_requests_and_forgets_orphans() {
+        let mut m = map();
+        allocate(&mut m, 1, true);
+        allocate(&mut m, 2, true);
+        m.orphan(RequestId::from_raw(2)).unwrap();
         let mut out = Vec::new();
         m.close(&mut out);
-        assert_eq!(out.iter().map(|h| h.id).collect::<Vec<_>>(), vec![a]);
+        let ids: Vec<_> = out.iter().map(|h| h.id).collect();
+        assert_eq!(ids, vec![RequestId::from_raw(1)]);
         assert_eq!((m.live(), m.orphans()), (0, 0));
-        assert_eq!(
-            m.insert(cell(), None, true).unwrap_err(),
-            ErrorKind::ConnectionClosed
-        );
     }
 
     #[test]
     fn orphan_all_takes_every_live_handler_once() {
         let mut m = map();
-        let ids: Vec<_> = (0..5)
-            .map(|_| m.insert(cell(), None, true).unwrap())
-            .collect();
-        m.take_answered(ids[1].stream()).unwrap();
+        let streams: Vec<u32> = (0..5).map(|raw| allocate(&mut m, raw, true)).collect();
+        m.take_answered(streams[1]).unwrap();
         let mut out = Vec::new();
         m.orphan_all(&mut out);
-        let mut got: Vec<_> = out.iter().map(|h| h.id).collect();
+        let mut got: Vec<u64> = out.iter().map(|h| h.id.raw()).collect();
         got.sort();
-        assert_eq!(got, vec![ids[0], ids[2], ids[3], ids[4]]);
+        assert_eq!(got, vec![0, 2, 3, 4]);
         assert_eq!((m.live(), m.orphans()), (0, 4));
         out.clear();
         m.orphan_all(&mut out);

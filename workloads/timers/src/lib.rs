@@ -15,5 +15,7 @@ pub mod params;
 pub mod process;
 pub mod protocol;
 pub mod resolution_log;
+mod resolver;
+pub mod router;
 pub mod server;
 pub mod strategy;

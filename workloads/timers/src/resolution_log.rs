@@ -184,7 +184,7 @@ mod tests {
     fn issued(conn: usize, seq: u64, deadline: Option<Instant>) -> Event {
         Event::Issued {
             conn,
-            id: RequestId::new(1, seq),
+            id: RequestId::from_raw(seq),
             deadline,
             measured: true,
         }
@@ -193,7 +193,7 @@ mod tests {
     fn resolved(conn: usize, seq: u64, outcome: Outcome, at: Instant) -> Event {
         Event::Resolved {
             conn,
-            id: RequestId::new(1, seq),
+            id: RequestId::from_raw(seq),
             outcome,
             at,
         }

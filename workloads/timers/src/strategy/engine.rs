@@ -6,12 +6,12 @@
 //! `ScheduledThreadPoolExecutor` and `hashed-wheel` Netty's wheel expiring on its worker.
 //!
 //! Each request schedules a timeout on a thread-based engine from the `timer-engines` crate
-//! when it is sent; whoever completes the request cancels it on the spot (lettuce's
+//! before it is sent; whoever completes the request cancels it on the spot (lettuce's
 //! `onComplete(... -> timeout.cancel())`, see [`Completion`](crate::completion::Completion)).
-//! When the timeout fires, the engine's callback orphans the request's handler
-//! (connection, stream id and request id) and resolves it as timed out; a callback that
-//! loses the race against the answer finds a different (or no) request under that id and
-//! does nothing.
+//! When the timeout fires, the engine's callback completes the request as timed out on the
+//! engine's thread, as lettuce completes the command exceptionally, and tells the
+//! connection's router to orphan its stream. The completion's first resolution wins: a
+//! callback that loses the race against the answer changes nothing and sends no notice.
 //!
 //! Cancellations happen on the resolving thread, not in the task, so the `timer` counters
 //! of these strategies come from the engine (`cancelled` included).
@@ -31,10 +31,10 @@ use crate::params::Params;
 use crate::strategy::{Request, StrategyKind};
 
 /// What a scheduled timeout expires.
-#[derive(Clone, Copy, Debug)]
 pub struct ExpiryTarget {
     conn: u32,
     id: RequestId,
+    completion: Arc<Completion>,
 }
 
 enum Kind {
@@ -53,7 +53,7 @@ impl Engine {
     /// Starts the engine of `strategy` for `conns`.
     pub fn new(strategy: StrategyKind, params: &Params, conns: Arc<[Arc<Connection>]>) -> Engine {
         let on_expire = move |target: ExpiryTarget| {
-            conns[target.conn as usize].time_out(target.id);
+            conns[target.conn as usize].time_out(&target.completion, target.id);
         };
         let wheel = |expiry| WheelConfig {
             tick: params.tick,
@@ -103,17 +103,16 @@ impl Engine {
         counts: &mut TimerCounts,
     ) -> Outcome {
         let deadline = request.sent_at + self.timeout;
-        let id = match conn.register(completion, Some(deadline), request.measured) {
-            Ok(id) => id,
-            Err(e) => return Outcome::Error(e),
-        };
+        let task = conn.prepare(completion, Some(deadline), request.key, request.measured);
+        let id = task.id();
         let target = ExpiryTarget {
             conn: conn.index() as u32,
             id,
+            completion: Arc::clone(completion),
         };
         completion.set_timeout(id, self.schedule(deadline, target));
         counts.registered += 1;
-        conn.send(id, request.key, request.measured);
+        conn.send(task);
         let outcome = completion.wait(id).await;
         if outcome == Outcome::Timeout {
             counts.fired += 1;

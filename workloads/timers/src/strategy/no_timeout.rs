@@ -9,8 +9,6 @@ use crate::strategy::Request;
 
 /// Issues `request` and waits for its answer.
 pub async fn execute(conn: &Connection, completion: &Arc<Completion>, request: Request) -> Outcome {
-    match conn.issue(completion, None, request.key, request.measured) {
-        Ok(id) => completion.wait(id).await,
-        Err(e) => Outcome::Error(e),
-    }
+    let id = conn.issue(completion, None, request.key, request.measured);
+    completion.wait(id).await
 }

@@ -1,17 +1,21 @@
 //! `deadline-tracker`: the scylla driver PR #564 design. The waiting task registers no
-//! timer; its deadline goes into the connection's [`DeadlineTracker`](crate::deadline_tracker::DeadlineTracker)
-//! under the handler-map lock it takes anyway, and one armable timer per connection, polled
-//! by the connection's router task, is re-armed only when the earliest deadline changes.
-//! When it fires the router pops the due deadlines and times their requests out.
+//! timer: its deadline travels with the request to the connection's router, whose writer
+//! puts it into the [`DeadlineTracker`](crate::deadline_tracker::DeadlineTracker) inside
+//! the handler map when it allocates the stream. The router's timeouter future waits on
+//! the connection's one armable timer, which is re-armed only when the earliest deadline
+//! changes, pops the due deadlines and times their requests out. Everything happens in the
+//! router task: no caller touches the tracker or the timer.
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::armable_timer::ArmableTimer;
 use crate::completion::{Completion, Outcome};
 use crate::connection::Connection;
 use crate::metrics::TimerCounts;
+use crate::resolver::Resolver;
+use crate::router::map::RouterMap;
 use crate::strategy::Request;
 
 /// Issues `request` with its deadline tracked by the router, and waits for the outcome.
@@ -22,10 +26,7 @@ pub async fn execute(
     timeout: Duration,
     counts: &mut TimerCounts,
 ) -> Outcome {
-    let id = match request.issue_with_timeout(conn, completion, timeout, counts) {
-        Ok(id) => id,
-        Err(outcome) => return outcome,
-    };
+    let id = request.issue_with_timeout(conn, completion, timeout, counts);
     let outcome = completion.wait(id).await;
     match outcome {
         Outcome::Timeout => counts.fired += 1,
@@ -34,15 +35,23 @@ pub async fn execute(
     outcome
 }
 
-/// The router's half: waits for the armed deadline, times out what is due (which re-arms
-/// the timer for the next deadline), and goes back to waiting. Polling the timer again
-/// right after popping is what catches a next deadline that is already due.
-pub async fn expiry_loop(conn: &Connection, timer: &mut ArmableTimer) -> Infallible {
+/// The router's timeouter: waits for the armed deadline, times out what is due (which
+/// re-arms the timer for the next deadline), and goes back to waiting. Polling the timer
+/// again right after popping is what catches a next deadline that is already due.
+pub(crate) async fn timeouter(
+    map: &RouterMap,
+    timer: &mut ArmableTimer,
+    resolver: &Resolver,
+) -> Infallible {
     let mut ids = Vec::new();
     let mut expired = Vec::new();
     loop {
         timer.elapsed().await;
-        conn.expire_due(&mut ids, &mut expired);
-        conn.publish_rearms(timer.rearms());
+        let mut map = map.lock();
+        map.expire_due(Instant::now(), &mut ids, &mut expired);
+        for handler in expired.drain(..) {
+            resolver.resolve(&handler.completion, handler.id, Outcome::Timeout);
+        }
+        map.published().rearmed(timer.rearms());
     }
 }

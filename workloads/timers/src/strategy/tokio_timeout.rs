@@ -1,8 +1,9 @@
 //! `tokio-timeout`, `tokio-timeout-alt`, `tokio-timeout-legacy`: the waiting task wraps its
 //! wait in `tokio::time::timeout`, as the scylla driver wraps every request. The timer is
 //! registered in the runtime's timer driver on the first pending poll and deregistered when
-//! the answer wins, both under the driver's lock. On expiry the task itself orphans its
-//! handler.
+//! the answer wins, both under the driver's lock. On expiry the task resolves its own
+//! request as timed out, unless the answer got in first, and tells the router to orphan the
+//! stream, as the driver's dropped request future does through its `OrphanhoodNotifier`.
 //!
 //! The three strategies run this same code; they differ in the runtime: the current tokio,
 //! the current tokio with its unstable per-worker alt timer, or tokio 1.37 (the
@@ -24,19 +25,16 @@ pub async fn execute(
     timeout: Duration,
     counts: &mut TimerCounts,
 ) -> Outcome {
-    let id = match request.issue_with_timeout(conn, completion, timeout, counts) {
-        Ok(id) => id,
-        Err(outcome) => return outcome,
-    };
+    let id = request.issue_with_timeout(conn, completion, timeout, counts);
     match tokio::time::timeout(timeout, completion.wait(id)).await {
         Ok(outcome) => {
             counts.cancelled += 1;
             outcome
         }
         Err(_elapsed) => {
-            // Whoever takes the live handler resolves it: either this orphaning, or an
-            // answer that got in first; the wait then returns at once with that outcome.
-            if conn.time_out(id) {
+            // The first resolution wins: this timeout, or an answer that got in first (the
+            // wait then returns at once with that outcome).
+            if conn.time_out(completion, id) {
                 counts.fired += 1;
             }
             completion.wait(id).await
