@@ -2,7 +2,7 @@
 //! command expiry and its alternatives. `event-executor` is lettuce up to 6.3.1, which
 //! scheduled each expiry on its Netty `DefaultEventExecutorGroup`; `hashed-wheel-offload`
 //! is lettuce 6.3.2, whose `HashedWheelTimer` task submits the expiry to that group (here a
-//! pool of `executor_threads`). For comparison, `scheduled-executor` is Java's
+//! group of `computation_threads`). For comparison, `scheduled-executor` is Java's
 //! `ScheduledThreadPoolExecutor` and `hashed-wheel` Netty's wheel expiring on its worker.
 //!
 //! Each request schedules a timeout on a thread-based engine from the `timer-engines` crate
@@ -74,7 +74,7 @@ impl Engine {
             }
             StrategyKind::HashedWheelOffload => Kind::Wheel(HashedWheelTimer::new(
                 wheel(Expiry::Offload {
-                    threads: params.executor_threads,
+                    threads: params.computation_threads,
                 }),
                 on_expire,
             )),

@@ -94,7 +94,7 @@ impl StrategyKind {
                 "reference point: Netty's hashed wheel timer (lock-free queues, one ticking worker), expiry on the worker"
             }
             StrategyKind::HashedWheelOffload => {
-                "lettuce 6.3.2: Netty's hashed wheel timer whose timer task submits the expiry to a pool of executor_threads (lettuce's event executor group)"
+                "lettuce 6.3.2: Netty's hashed wheel timer whose timer task submits the expiry to lettuce's event executor group (computation_threads executors)"
             }
         }
     }
