@@ -24,9 +24,10 @@ from harness.listing import print_suites, suite_entry
 from harness.paths import REPO_ROOT, lock_path, results_root, suites_path, workloads_root
 from harness.plan import ORDERS, Plan, build_plan, plan_matrix
 from harness.probes import live, report
-from harness.probes.spec import NAMED as NAMED_PROBES
+from harness.probes.probe import ProbeSpec
+from harness.probes.registry import names as probe_names
 from harness.probes.spec import VALID as VALID_PROBES
-from harness.probes.spec import ProbeSpec, parse_probes
+from harness.probes.spec import parse_probes
 from harness.profiles.patterns import DEFAULT_MUTEX_PATTERNS, parse_patterns
 from harness.profiles.settings import CALLGRAPHS, DEFAULT_FREQUENCY_HZ, ProfileSettings
 from harness.report import write_all
@@ -118,7 +119,7 @@ def _pid(text: str) -> int:
 
 PROBES_HELP = (
     f"comma-separated probes: {VALID_PROBES} (default: $HARNESS_PROBES, else all = "
-    f"{','.join(NAMED_PROBES)}; a probe that cannot run here is recorded as unavailable, "
+    f"{','.join(probe_names())}; a probe that cannot run here is recorded as unavailable, "
     "with the reason)"
 )
 
@@ -406,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--probes",
         default="all",
         metavar="LIST",
-        help=f"comma-separated probes: {VALID_PROBES} (default: all = {','.join(NAMED_PROBES)})",
+        help=f"comma-separated probes: {VALID_PROBES} (default: all = {','.join(probe_names())})",
     )
     p.add_argument(
         "--duration-s",

@@ -12,18 +12,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.probes.metrics import PROBE_METRICS
+from harness.numbers import DASH, human_p, is_time_metric
+from harness.probes import registry
 from harness.profiles.run_diff import diff_runs
 from harness.rundoc import jsonfile
 from harness.stats import compare_samples, metric_values, params_key, summarize_values
 from harness.tables import (
-    DASH,
     VERDICT_STYLES,
     Layout,
     figure,
     fitting_table,
-    human_p,
-    is_time_metric,
     new_table,
     notes,
     param_text,
@@ -51,7 +49,7 @@ def declared_metrics(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Mapping
             merged[str(metric["name"])] = metric
     order = [str(m["name"]) for doc in (a, b) for m in doc.get("metrics") or []]
     # Runs recorded before the probe metrics were declared still have them in their repeats.
-    for metric in PROBE_METRICS:
+    for metric in registry.declared_metrics():
         merged.setdefault(metric["name"], metric)
         order.append(metric["name"])
     return [merged[name] for name in dict.fromkeys(order)]

@@ -11,8 +11,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from functools import partial
+from dataclasses import asdict
 from pathlib import Path
 
 from rich.console import Console
@@ -20,20 +19,11 @@ from rich.table import Table
 from rich.text import Text
 
 from harness import hostinfo
-from harness.probes import availability
+from harness.checks import BTF_FIX, PRIVILEGE_FIX, TRACEFS_FIX, Check
+from harness.probes import registry
 from harness.probes.availability import effective_caps, held_caps
-from harness.probes.spec import COLLECTORS
-from harness.profiles import inferno
 
 STATUS_STYLES = {"ok": "green", "warn": "yellow", "missing": "red", "error": "bold red"}
-
-
-@dataclass(frozen=True)
-class Check:
-    check: str
-    status: str  # ok | warn | missing (| error when the check itself crashed)
-    detail: str
-    fix: str = ""
 
 
 def _run_tool(path: str, args: tuple[str, ...]) -> tuple[bool, str]:
@@ -61,11 +51,6 @@ def _tool(name: str, args: tuple[str, ...], purpose: str, install: str) -> Check
     if not runs:
         return Check(name, "warn", f"{path} {output}", install)
     return Check(name, "ok", f"{path}: {output}")
-
-
-PRIVILEGE_FIX = "run as root (sudo), or give the harness CAP_BPF and CAP_PERFMON (kernel >= 5.8)"
-BTF_FIX = "use a kernel built with CONFIG_DEBUG_INFO_BTF=y (all current distro kernels are)"
-TRACEFS_FIX = "mount -t tracefs nodev /sys/kernel/tracing"
 
 
 def check_privileges(root: Path) -> Check:
@@ -183,54 +168,6 @@ def check_tracefs(root: Path) -> Check:
     )
 
 
-def check_collector(name: str, root: Path) -> Check:
-    """Whether `--probes <name>` works here: built, privileged, kernel BTF."""
-    check = f"probe {name}"
-    binary = availability.collector_binary(name)
-    problem = availability.collector_problem(name, root)
-    if problem is None:
-        detail = f"works: {binary} built, BPF allowed, kernel BTF present"
-        return Check(check, "ok", detail)
-    if availability.privilege_problem(root):
-        fix = PRIVILEGE_FIX
-    elif availability.btf_problem(root):
-        fix = BTF_FIX
-    else:
-        fix = availability.BUILD_HINT
-    return Check(check, "missing", problem, fix)
-
-
-def check_oncpu_probe(root: Path) -> Check:
-    """Whether `--probes oncpu` works here: perf allowed to sample, inferno installed."""
-    problem = availability.perf_problem(root) or inferno.problem()
-    if problem is not None:
-        fix = inferno.INSTALL_HINT if "inferno" in problem else PRIVILEGE_FIX
-        return Check("probe oncpu", "missing", problem, fix)
-    if availability.perf_user_only(root):
-        return Check(
-            "probe oncpu",
-            "warn",
-            "works for user-space frames only (perf_event_paranoid >= 2 without CAP_PERFMON)",
-            PRIVILEGE_FIX,
-        )
-    return Check("probe oncpu", "ok", "works: perf may sample, inferno installed")
-
-
-def check_bpftrace_probe(root: Path) -> Check:
-    """Whether `--probes bt:SCRIPT` works here; tracepoint and kfunc scripts need tracefs."""
-    problem = availability.bpftrace_problem(root)
-    if problem is not None:
-        fix = "apt install bpftrace" if "not installed" in problem else PRIVILEGE_FIX
-        return Check("probe bt", "missing", problem, fix)
-    if not availability.tracefs_mounted(root):
-        detail = (
-            "uprobe scripts work; tracepoint and kfunc scripts (bpf/syscalls_per_op.bt) do not: "
-            "bpftrace 0.17 reads them from tracefs, which is not mounted"
-        )
-        return Check("probe bt", "warn", detail, TRACEFS_FIX)
-    return Check("probe bt", "ok", "works: bpftrace present, BPF allowed, tracefs mounted")
-
-
 def _tool_check(
     name: str, args: tuple[str, ...], purpose: str, install: str
 ) -> Callable[[Path], Check]:
@@ -279,9 +216,7 @@ CHECKS: list[tuple[str, Callable[[Path], Check]]] = [
     ("isolated_cpus", check_isolated),
     ("fio", _tool_check("fio", ("--version",), "for the fio suite", "apt install fio")),
     ("tracefs", check_tracefs),
-    *((f"probe {name}", partial(check_collector, name)) for name in COLLECTORS),
-    ("probe oncpu", check_oncpu_probe),
-    ("probe bt", check_bpftrace_probe),
+    *((f"probe {kind.name}", kind.check) for kind in registry.KINDS),
 ]
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from harness.describe import Description, ParamSpec, ParamValue, render
 from harness.errors import BadInput
-from harness.probes.spec import ProbeSpec
+from harness.probes import registry
+from harness.probes.probe import ProbeSpec
 from harness.profiles.settings import ProfileSettings
 from harness.suites import Matrix, Suite
 
@@ -66,6 +67,10 @@ class Plan:
         if self.order == "interleaved":
             return [(c, r) for r in rounds for c in cells]
         return [(c, r) for c in cells for r in rounds]
+
+    def metrics(self) -> list[Mapping[str, Any]]:
+        """The metrics run.json declares: the workload's, then the probes' when there are any."""
+        return [*self.description.metrics, *(registry.declared_metrics() if self.probes else ())]
 
     def config(self) -> dict[str, Any]:
         """The run.json `config` object."""

@@ -8,12 +8,10 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import stats
 from harness.errors import BadInput
-from harness.plan import Plan
-from harness.probes.metrics import PROBE_METRICS
 from harness.rundoc import jsonfile
 from harness.rundoc.model import (
     SCHEMA_VERSION,
@@ -32,6 +30,9 @@ from harness.rundoc.model import (
     Status,
     Summary,
 )
+
+if TYPE_CHECKING:  # the plan imports the probe kinds, whose drivers write files with this
+    from harness.plan import Plan
 
 
 def utc_now() -> str:
@@ -132,8 +133,7 @@ class RunRecord:
         checkout = Git.model_validate(git)
         machine = Host.model_validate(host)
         config = Config.model_validate({**plan.config(), "command": list(command)})
-        declared = [*plan.description.metrics, *(PROBE_METRICS if plan.probes else ())]
-        metrics = [_metric(m) for m in declared]
+        metrics = [_metric(m) for m in plan.metrics()]
         run_id, run_dir = make_run_dir(out_dir, checkout.commit)
         run = RunDoc(
             schema_version=SCHEMA_VERSION,

@@ -6,6 +6,7 @@ import shutil
 import signal
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -19,7 +20,7 @@ from harness.probes.metrics import op_count, per_op_metrics
 from harness.probes.probe import ProbeResult
 from harness.probes.record import cell_folder, with_repeat
 from harness.probes.session import ProbeSession
-from harness.profiles.cells import build_profiles, client_mutex_share
+from harness.profiles.cells import build_profiles
 from harness.profiles.settings import ProfileSettings
 from harness.progress import STARTUP_ESTIMATE_S, Step, make_progress
 from harness.results import RunRecord
@@ -122,7 +123,14 @@ def execute(
                 assert outcome.result is not None
                 pids = session.pids if session else []
                 _add_result(
-                    record, cell_index, repeat + 1, outcome.result, probes, pids, plan.profile
+                    record,
+                    cell_index,
+                    repeat + 1,
+                    outcome.result,
+                    probes,
+                    pids,
+                    folder,
+                    plan.profile,
                 )
             else:
                 assert outcome.result is not None
@@ -155,6 +163,7 @@ def _add_result(
     result: Mapping[str, Any],
     probes: Mapping[str, ProbeResult],
     pids: list[int],
+    folder: Path,
     profile: ProfileSettings,
 ) -> None:
     """The repeat's metrics, with the per-op ones derived from its probes, and the probes'
@@ -163,12 +172,9 @@ def _add_result(
         record.add_result(cell_index, result)
         return
     outputs = {name: r.data for name, r in probes.items() if r.ok and r.data is not None}
-    derived = per_op_metrics(result, outputs, pids[0]) if pids else {}
-    oncpu = probes.get("oncpu")
-    if oncpu is not None and oncpu.ok and oncpu.path is not None and oncpu.data is not None:
-        share = client_mutex_share(oncpu.path, oncpu.data, profile.mutex_patterns)
-        if share is not None:
-            derived["mutex_share"] = share
+    derived = (
+        per_op_metrics(result, outputs, pids[0], folder, profile.mutex_patterns) if pids else {}
+    )
     record.add_result(cell_index, {**result, **derived})
     cell_probes = record.cell(cell_index).probes
     record.set_probes(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Literal
@@ -12,32 +11,32 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from harness.numbers import (
+    DASH,
+    TIMES,
+    human,
+    human_p,
+    human_ratio,
+    is_time_metric,
+    join_range,
+    percent,
+)
+from harness.probes import registry
 from harness.stats import CONFIDENCE, compare_cells, params_key, summarize_cell
 
 # The headline columns, as in the scylla PR's summary, in this order when present; every other
 # metric is in run.json and in `harness compare`.
 LEADING_METRICS = ("ops_per_sec", "latency_ns.p50", "latency_ns.p99")
 TRAILING_METRICS = ("timeouts", "errors")
-# Per-op figures from the probes (harness/probes/metrics.py), between the two when present.
-PROBE_METRICS = (
-    "ctx_switches_per_op",
-    "wakeups_per_op",
-    "futex_wait_ns_per_op",
-    "offcpu_ns_per_op",
-    "mutex_share",
-)
-PERCENT_METRICS = frozenset({"mutex_share"})  # shares of 1, shown as %
+# Per-op figures from the probes (their kinds' metrics), between the two when present.
+PROBE_METRICS = tuple(registry.columns())
+PERCENT_METRICS = frozenset(m.name for m in registry.metrics() if m.unit == "share")  # as %
 LABELS = {
     "ops_per_sec": "ops/s",
     "latency_ns.p50": "p50",
     "latency_ns.p99": "p99",
     "latency_ns.p999": "p99.9",
-    "ctx_switches_per_op": "ctx sw/op",
-    "wakeups_per_op": "wakeups/op",
-    "futex_wait_ns_per_op": "futex wait/op",
-    "offcpu_ns_per_op": "off-CPU/op",
-    "mutex_share": "mutex %",
-    "gc_pause_ns.total": "GC pause",
+    **registry.columns(),
     "wait_ns.avg": "wait avg",
     "wait_ns.std": "wait std",
     "wait_ns.p50": "wait p50",
@@ -47,10 +46,6 @@ LABELS = {
 }
 Layout = Literal["wide", "narrow", "stacked"]
 LAYOUTS: tuple[Layout, ...] = ("wide", "narrow", "stacked")
-DASH = "\N{EN DASH}"
-TIMES = "\N{MULTIPLICATION SIGN}"
-_COUNT_SCALES = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"), (1e12, "T"))
-_NS_SCALES = ((1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s"))
 VERDICT_STYLES = {"better": "bold green", "worse": "bold red", "changed": "bold yellow"}
 STATUS_NOTES = {
     "running": ("yellow", "the run has not finished (or stopped without updating run.json)"),
@@ -58,68 +53,6 @@ STATUS_NOTES = {
     "interrupted": ("yellow", "the run was stopped early; figures cover what finished"),
     "failed": ("bold red", "no cell produced a result"),
 }
-
-
-def is_time_metric(name: str, unit: str | None = None) -> bool:
-    return unit == "ns" or any(part.endswith("_ns") or "_ns_" in part for part in name.split("."))
-
-
-def _digits(value: float, compact: bool) -> str:
-    """3 significant digits (4 from 100 up unless compact), never "10.00" for 9.996."""
-    if abs(value) < 1 and abs(float(f"{value:.3g}")) < 1:
-        return f"{value:.3g}"
-    bands = ((10.0, ".2f"), (100.0 if compact else 1000.0, ".1f"), (math.inf, ".0f"))
-    for limit, spec in bands:
-        text = format(value, spec)
-        if abs(float(text)) < limit:
-            return text
-    return text
-
-
-def human(value: float, time_ns: bool = False, compact: bool = False) -> str:
-    """1858276 -> 1.86M, 549975 -> 550.0k (compact: 550k); time_ns: 1240000 -> 1.24ms."""
-    scales = _NS_SCALES if time_ns else _COUNT_SCALES
-    value = float(value)
-    if not math.isfinite(value):
-        return str(value)
-    if value.is_integer() and abs(value) < 1000:
-        return f"{int(value)}{scales[0][1]}"
-    index = 0
-    for i, (factor, _) in enumerate(scales):
-        if abs(value) >= factor:
-            index = i
-    text = _digits(value / scales[index][0], compact)
-    # Rounding can carry into the next scale: 999.96k is shown as 1.00M, not 1000.0k.
-    if abs(float(text)) >= 1000 and index + 1 < len(scales):
-        index += 1
-        text = _digits(value / scales[index][0], compact)
-    return text + scales[index][1]
-
-
-def human_ratio(ratio: float) -> str:
-    if ratio >= 10:
-        return f"{ratio:.1f}{TIMES}"
-    if ratio >= 0.1:
-        return f"{ratio:.2f}{TIMES}"
-    return f"{ratio:.2g}{TIMES}"
-
-
-def human_p(p: float) -> str:
-    return "<0.001" if p < 0.001 else f"{p:.2g}"
-
-
-def _split_suffix(text: str) -> tuple[str, str]:
-    number = text.rstrip("kMGTnmµs")
-    return number, text[len(number) :]
-
-
-def join_range(low: str, high: str) -> str:
-    """One suffix for both ends when they share it: 1.85M and 1.88M give 1.85-1.88M (en dash)."""
-    low_num, low_unit = _split_suffix(low)
-    high_num, high_unit = _split_suffix(high)
-    if low_unit == high_unit:
-        return f"{low_num}{DASH}{high_num}{high_unit}"
-    return f"{low}{DASH}{high}"
 
 
 def _with_interval(text: Text, low: str, high: str, layout: Layout) -> None:
@@ -131,12 +64,6 @@ def _with_interval(text: Text, low: str, high: str, layout: Layout) -> None:
         text.append(f"\n{join_range(low, high)}", style="dim")
     else:
         text.append(f"\n{low}{DASH}\n{high}", style="dim")
-
-
-def percent(share: float) -> str:
-    """0.273 -> 27.3%, 0.016 -> 1.6%, 0.0004 -> 0.04%."""
-    value = 100 * share
-    return f"{value:.1f}%" if value >= 1 or value == 0 else f"{value:.2g}%"
 
 
 def figure(
@@ -207,7 +134,7 @@ def metric_columns(
     summaries: Sequence[Mapping[str, Any]], leading: Sequence[str] = LEADING_METRICS
 ) -> list[str]:
     present = {name for summary in summaries for name in summary}
-    ordered = dict.fromkeys((*leading, *PROBE_METRICS, "gc_pause_ns.total", *TRAILING_METRICS))
+    ordered = dict.fromkeys((*leading, *PROBE_METRICS, *TRAILING_METRICS))
     return [name for name in ordered if name in present]
 
 

@@ -13,7 +13,8 @@ from conftest import only_run, run_harness
 from harness.errors import BadInput
 from harness.paths import REPO_ROOT
 from harness.probes import btmaps, overhead
-from harness.probes.metrics import hist_quantile, per_op_metrics
+from harness.probes.log2 import hist_quantile
+from harness.probes.metrics import per_op_metrics
 from harness.probes.probe import ProbeResult
 from harness.probes.record import cell_folder, with_repeat
 from harness.probes.spec import ProbeSpec, parse_probes

@@ -7,9 +7,8 @@ import shutil
 from pathlib import Path
 
 from harness import hostinfo
+from harness.checks import BTF_FIX, PRIVILEGE_FIX, Check
 from harness.paths import REPO_ROOT
-from harness.probes.spec import ProbeSpec
-from harness.profiles.inferno import problem as inferno_problem
 
 # Capability bit numbers from linux/capability.h.
 CAP_SYS_ADMIN = 21
@@ -116,10 +115,17 @@ def perf_user_only(root: Path = Path("/")) -> bool:
     return not perf_privileged(root) and (level is None or level > 1)
 
 
-def probe_problem(spec: ProbeSpec, root: Path = Path("/")) -> str | None:
-    """Why the probe cannot run here, or None when it should (attaching may still fail)."""
-    if spec.is_bpftrace:
-        return bpftrace_problem(root)
-    if spec.name == "oncpu":
-        return perf_problem(root) or inferno_problem()
-    return collector_problem(spec.name, root)
+def collector_check(name: str, root: Path) -> Check:
+    """`harness doctor`'s line for a collector: built, privileged, kernel BTF."""
+    check = f"probe {name}"
+    binary = collector_binary(name)
+    problem = collector_problem(name, root)
+    if problem is None:
+        return Check(check, "ok", f"works: {binary} built, BPF allowed, kernel BTF present")
+    if privilege_problem(root):
+        fix = PRIVILEGE_FIX
+    elif btf_problem(root):
+        fix = BTF_FIX
+    else:
+        fix = BUILD_HINT
+    return Check(check, "missing", problem, fix)

@@ -15,9 +15,8 @@ from typing import Any
 
 from harness.probes import btmaps
 from harness.probes.availability import bpftrace_problem, tracefs_mounted
-from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult
+from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
-from harness.probes.spec import ProbeSpec
 from harness.results import write_json_atomic
 from harness.workload import StopFlag
 

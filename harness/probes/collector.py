@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.probes.availability import collector_binary, collector_problem
-from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult
+from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
-from harness.probes.spec import ProbeSpec
 from harness.workload import StopFlag
 
 UNAVAILABLE_PREFIX = "unavailable:"

@@ -9,11 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import BadInput
-from harness.probes.probe import ProbeResult
+from harness.probes import registry
+from harness.probes.probe import ProbeResult, ProbeSpec
 from harness.probes.session import ProbeSession
-from harness.probes.spec import ProbeSpec
-from harness.profiles import folded
-from harness.profiles.patterns import DEFAULT_MUTEX_PATTERNS
 from harness.workload import StopFlag
 
 POLL_S = 0.05
@@ -42,27 +40,10 @@ def probe_pids(
         finally:
             results = session.close()
         for result in results.values():
-            ok = result.ok and result.path is not None and result.data is not None
-            if ok and result.name == "oncpu":
-                assert result.path is not None and result.data is not None
-                result.data = oncpu_inline(result.path, result.data)
+            if result.ok:
+                result.data = registry.kind_of(result.name).live(result)
             result.path = None  # the temporary folder goes away
         return results
-
-
-def oncpu_inline(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    """The oncpu output with its folded stacks inline (the file goes with the temporary
-    folder) and its figures over all the processes probed."""
-    stacks = folded.merge(
-        folded.split_pid_roots(folded.read(path.parent / data["folded"])).values()
-    )
-    share = folded.share_matching(stacks, DEFAULT_MUTEX_PATTERNS)
-    return {
-        **data,
-        "folded": folded.render(stacks).splitlines(),
-        "top_self": folded.top_self(stacks),
-        "mutex_share": share,
-    }
 
 
 def as_json(pids: Sequence[int], duration_s: float, results: dict[str, ProbeResult]) -> Any:

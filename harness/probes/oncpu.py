@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.probes.availability import perf_problem, perf_user_only
-from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult
+from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
-from harness.probes.spec import ProbeSpec
 from harness.profiles import folded, inferno
 from harness.profiles.settings import ProfileSettings
 from harness.results import write_atomic, write_json_atomic

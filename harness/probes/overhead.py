@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.probes.spec import ProbeSpec
+from harness.probes.probe import ProbeSpec
 
 NONE = "none"
 ALL = "all"

@@ -7,11 +7,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.probes.spec import ProbeSpec
 from harness.workload import StopFlag
 
 ATTACH_TIMEOUT_S = 20.0  # loading and attaching; bpftrace compiles first
 FINISH_TIMEOUT_S = 30.0  # detaching, resolving stacks and writing the output
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """One probe: a kind of the registry by its name (`sched`), or a bpftrace script
+    (`bt:<stem>`)."""
+
+    name: str
+    script: Path | None = None  # absolute path of a bpftrace script
+
+    @property
+    def is_bpftrace(self) -> bool:
+        return self.script is not None
+
+    @property
+    def file_stem(self) -> str:
+        """For raw file names: `sched`, `bt-syscalls_per_op`."""
+        return self.name.replace(":", "-")
 
 
 @dataclass

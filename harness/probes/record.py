@@ -13,12 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.probes.metrics import numbers_per_op
+from harness.probes import registry
 from harness.probes.probe import ProbeResult
 from harness.rundoc.model import ProbeRepeat, ProbeSummary
-
-# The raw file has everything bpftrace printed, both snapshots included.
-BT_KEYS = ("script", "diff", "not_diffed", "output", "notes")
 
 
 def cell_folder(run_dir: Path, cell_id: str) -> Path:
@@ -32,17 +29,8 @@ def repeat_entry(repeat: int, result: ProbeResult, run_dir: Path, ops: float | N
         return ProbeRepeat(repeat=repeat, unavailable=result.unavailable)
     if result.error or result.data is None or result.path is None:
         return ProbeRepeat(repeat=repeat, error=result.error or "no output")
-    entry: dict[str, Any] = {"repeat": repeat}
-    data = result.data
-    entry["path"] = str(result.path.relative_to(run_dir))
-    if "script" in data:  # bpftrace
-        entry |= {key: data[key] for key in BT_KEYS if key in data}
-        if ops is not None:
-            entry["per_op"] = numbers_per_op(data.get("diff") or {}, ops)
-    else:
-        for key in ("window_ns", "lost_events", "totals"):
-            if key in data:
-                entry[key] = data[key]
+    entry: dict[str, Any] = {"repeat": repeat, "path": str(result.path.relative_to(run_dir))}
+    entry |= registry.kind_of(result.name).recorded(result.data, ops)
     return ProbeRepeat.model_validate(entry)
 
 

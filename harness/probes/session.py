@@ -11,22 +11,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.probes.bpftrace import BpftraceProbe
-from harness.probes.collector import CollectorProbe
-from harness.probes.oncpu import OncpuProbe
-from harness.probes.probe import ATTACH_TIMEOUT_S, Probe, ProbeResult
-from harness.probes.spec import PROFILERS, ProbeSpec
+from harness.probes import registry
+from harness.probes.kind import DriverOptions
+from harness.probes.probe import ATTACH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.profiles.settings import ProfileSettings
 from harness.workload import StopFlag
-
-
-def make_probe(spec: ProbeSpec, out_path: Path, now: bool, profile: ProfileSettings) -> Probe:
-    """now: the collectors count from their attachment, not from SIGUSR1 (`harness probe`)."""
-    if spec.is_bpftrace:
-        return BpftraceProbe(spec, out_path)
-    if spec.name in PROFILERS:
-        return OncpuProbe(spec, out_path, profile)
-    return CollectorProbe(spec, out_path, now)
 
 
 def raw_path(folder: Path, repeat: int, spec: ProbeSpec) -> Path:
@@ -46,9 +35,11 @@ class ProbeSession:
         now: bool = False,
         profile: ProfileSettings | None = None,
     ) -> None:
-        settings = profile or ProfileSettings()
+        # now: the collectors count from their attachment, not from SIGUSR1 (`harness probe`).
+        options = DriverOptions(now, profile or ProfileSettings())
         self.probes = [
-            make_probe(spec, raw_path(folder, repeat, spec), now, settings) for spec in specs
+            registry.kind_of(spec.name).driver(spec, raw_path(folder, repeat, spec), options)
+            for spec in specs
         ]
         self.stop = stop
         self.pids: list[int] = []

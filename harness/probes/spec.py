@@ -1,44 +1,21 @@
-"""Parsing of `--probes LIST`: the libbpf collectors and the perf profiler by name, bpftrace
-scripts as `bt:PATH`."""
+"""Parsing of `--probes LIST`: the registry's kinds by name, bpftrace scripts as `bt:PATH`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import BadInput
 from harness.paths import REPO_ROOT
+from harness.probes import registry
+from harness.probes.probe import ProbeSpec
 
-COLLECTORS = ("sched", "futex", "gc")  # libbpf collectors in bpf/build/
-PROFILERS = ("oncpu",)  # perf sampling, see harness/probes/oncpu.py
-NAMED = COLLECTORS + PROFILERS
+NAMED = registry.names()
+COLLECTORS = registry.collector_names()  # those built into bpf/build/
 ALL = "all"
 NONE = "none"
 BT_PREFIX = "bt:"
 VALID = f"{', '.join(NAMED)}, {ALL}, {NONE}, {BT_PREFIX}PATH/TO/SCRIPT.bt"
 BPF_DIR = REPO_ROOT / "bpf"
-
-
-@dataclass(frozen=True)
-class ProbeSpec:
-    """One probe: a collector (`sched`, `futex`), the profiler (`oncpu`) or a bpftrace script
-    (`bt:<stem>`)."""
-
-    name: str
-    script: Path | None = None  # absolute path of a bpftrace script
-
-    @property
-    def is_bpftrace(self) -> bool:
-        return self.script is not None
-
-    @property
-    def file_stem(self) -> str:
-        """For raw file names: `sched`, `bt-syscalls_per_op`."""
-        return self.name.replace(":", "-")
-
-
-def collector(name: str) -> ProbeSpec:
-    return ProbeSpec(name)
 
 
 def bpftrace_script(text: str) -> ProbeSpec:
@@ -65,9 +42,9 @@ def parse_probes(text: str) -> tuple[ProbeSpec, ...]:
     specs: dict[str, ProbeSpec] = {}
     for word in words:
         if word == ALL:
-            chosen = [collector(name) for name in NAMED]
+            chosen = [ProbeSpec(name) for name in NAMED]
         elif word in NAMED:
-            chosen = [collector(word)]
+            chosen = [ProbeSpec(word)]
         elif word.startswith(BT_PREFIX):
             chosen = [bpftrace_script(word)]
         else:

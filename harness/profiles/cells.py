@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.describe import render as render_value
+from harness.probes import registry
 from harness.profiles import folded, inferno
 from harness.profiles.settings import ProfileSettings
+from harness.profiles.stacks import Stacks
 from harness.results import write_atomic
 from harness.rundoc.model import Cell, GrownFrame, Profile, RunDoc, TopFrame
 from harness.stats import params_key
@@ -35,17 +34,6 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
 
 def slug(cell_id: str) -> str:
     return _UNSAFE.sub("_", cell_id.replace("/", "__")).strip("_") or "cell"
-
-
-@dataclass
-class Stacks:
-    """One cell's stacks over its repeats."""
-
-    oncpu: folded.Folded = field(default_factory=Counter)  # every process, root = comm
-    client: folded.Folded = field(default_factory=Counter)  # the measured client only
-    offcpu: folded.Folded = field(default_factory=Counter)
-    wakeups: folded.Folded = field(default_factory=Counter)
-    frequency_hz: int | None = None
 
 
 def _raw_outputs(run_dir: Path, cell: Cell, probe: str) -> list[tuple[Path, Any]]:
@@ -61,41 +49,12 @@ def _raw_outputs(run_dir: Path, cell: Cell, probe: str) -> list[tuple[Path, Any]
     return out
 
 
-def oncpu_repeat(json_path: Path, data: Mapping[str, Any]) -> tuple[folded.Folded, folded.Folded]:
-    """(every process, the client) of one repeat's oncpu output; the client is its first pid."""
-    per_pid = folded.split_pid_roots(folded.read(json_path.parent / str(data["folded"])))
-    pids = data.get("pids") or []
-    client = per_pid.get(pids[0], Counter()) if pids else Counter()
-    return folded.merge(per_pid.values()), client
-
-
-def client_mutex_share(
-    json_path: Path, data: Mapping[str, Any], patterns: Sequence[str]
-) -> float | None:
-    """One repeat's mutex_share (a metric of the repeat, so it gets a median and interval)."""
-    try:
-        _, client = oncpu_repeat(json_path, data)
-    except (OSError, KeyError):
-        return None
-    return folded.share_matching(client, patterns)
-
-
 def gather(run_dir: Path, cell: Cell) -> Stacks:
+    """Every repeat's output of every probe kind, into the cell's stacks."""
     stacks = Stacks()
-    for path, data in _raw_outputs(run_dir, cell, "oncpu"):
-        try:
-            every, client = oncpu_repeat(path, data)
-        except (OSError, KeyError):
-            continue
-        stacks.oncpu.update(every)
-        stacks.client.update(client)
-        stacks.frequency_hz = data.get("frequency_hz")
-    for _, data in _raw_outputs(run_dir, cell, "futex"):
-        stacks.offcpu.update(folded.parse("\n".join(data.get("folded") or [])))
-    for _, data in _raw_outputs(run_dir, cell, "sched"):
-        for pair in data.get("wakeups") or []:
-            stack = f"{pair.get('waker_comm')};{pair.get('wakee_comm')}".replace(" ", "_")
-            stacks.wakeups[stack] += int(pair.get("count", 0))
+    for kind in registry.NAMED:
+        for path, data in _raw_outputs(run_dir, cell, kind.name):
+            kind.stacks(path, data, stacks)
     return stacks
 
 

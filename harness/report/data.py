@@ -4,52 +4,47 @@ the data. Everything here is pure except the reads of files inside the run direc
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from harness.stats import compare_cells, compare_samples, metric_values, params_key
-from harness.tables import (
+from harness.numbers import (
     DASH,
-    LABELS,
-    LEADING_METRICS,
-    PERCENT_METRICS,
-    PROBE_METRICS,
     TIMES,
-    TRAILING_METRICS,
-    cell_summary,
     human,
     human_p,
     human_ratio,
     is_time_metric,
     join_range,
-    param_text,
     percent,
+)
+from harness.probes import registry
+from harness.rundoc.files import run_file
+from harness.stats import compare_cells, compare_samples, metric_values, params_key
+from harness.tables import (
+    LABELS,
+    LEADING_METRICS,
+    PERCENT_METRICS,
+    TRAILING_METRICS,
+    cell_summary,
+    param_text,
     ratio_metric,
     varying_params,
 )
 
 # Probe and profile figures shown after the run's declared metrics, when some cell has them.
-EXTRA_METRICS = tuple(
-    dict.fromkeys((*PROBE_METRICS, "runq_latency_ns.p50", "runq_latency_ns.p99", "mutex_share"))
-)
+EXTRA_METRICS = tuple(registry.labels())
 REPORT_LABELS = {
     **LABELS,
     "latency_ns.p90": "p90",
     "latency_ns.max": "max latency",
     "latency_ns.mean": "mean latency",
-    "runq_latency_ns.p50": "run-queue p50",
-    "runq_latency_ns.p99": "run-queue p99",
-    "mutex_share": "mutex share",
+    **registry.labels(),
 }
 TOP_FRAMES = 10
-TOP_FUTEX_STACKS = 5
-FRAMES_SHOWN = 4  # innermost frames of a folded stack in a one-line view
 
 
 def label(metric: str) -> str:
@@ -222,21 +217,6 @@ def probes_text(config: Mapping[str, Any]) -> str:
 # Files of the run directory
 
 
-def run_file(run_dir: Path, rel: Any) -> str | None:
-    """The URL-quoted relative link to `rel` when it names an existing file inside the run
-    directory; None otherwise (absolute, escaping with .., or missing)."""
-    if not isinstance(rel, str) or not rel:
-        return None
-    posix = PurePosixPath(rel)
-    if posix.is_absolute():
-        return None
-    root = run_dir.resolve()
-    target = (root / posix).resolve()
-    if not target.is_relative_to(root) or not target.is_file():
-        return None
-    return quote(posix.as_posix())
-
-
 def svg_size(run_dir: Path, rel: str) -> tuple[int, int] | None:
     """(width, height) of the SVG's root element (inferno writes both), for the preview."""
     try:
@@ -387,59 +367,6 @@ def probe_problems(probe: Mapping[str, Any]) -> list[str]:
         elif "error" in r:
             problems[f"failed in repeat {r.get('repeat')}: {r['error']}"] = None
     return list(problems)
-
-
-@dataclass
-class FutexStack:
-    folded: str
-    waits: int = 0
-    wait_ns: int = 0
-    repeats: set[int] = field(default_factory=set)
-
-    @property
-    def frames(self) -> list[str]:
-        return self.folded.split(";") if self.folded else []
-
-    def short(self) -> str:
-        """Innermost frames first: `syscall ← park ← run ← ...`."""
-        frames = self.frames
-        text = " ← ".join(reversed(frames[-FRAMES_SHOWN:]))
-        return text + (" ← …" if len(frames) > FRAMES_SHOWN else "")
-
-
-def futex_stacks(
-    run_dir: Path, probe: Mapping[str, Any], limit: int = TOP_FUTEX_STACKS
-) -> tuple[list[FutexStack], list[str]]:
-    """The most waited-on futex stacks over the repeats (summed by stack), and problems.
-
-    A repeat entry's `top` is used when run.json has it; otherwise the raw file it names.
-    """
-    stacks: dict[str, FutexStack] = {}
-    problems = []
-    for r in probe.get("repeats") or []:
-        top = r.get("top")
-        if top is None and r.get("path"):
-            if run_file(run_dir, r["path"]) is None:
-                problems.append(
-                    f"repeat {r.get('repeat')}: {r['path']} is not in the run directory"
-                )
-                continue
-            try:
-                raw = json.loads((run_dir / str(r["path"])).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as e:
-                problems.append(f"repeat {r.get('repeat')}: cannot read {r['path']}: {e}")
-                continue
-            top = raw.get("top") if isinstance(raw, Mapping) else None
-        for lock in top or []:
-            for s in lock.get("stacks") or []:
-                folded = str(s.get("folded") or "")
-                entry = stacks.setdefault(folded, FutexStack(folded))
-                entry.waits += int(s.get("waits") or 0)
-                entry.wait_ns += int(s.get("wait_ns") or 0)
-                if r.get("repeat") is not None:
-                    entry.repeats.add(int(r["repeat"]))
-    ranked = sorted(stacks.values(), key=lambda s: s.wait_ns, reverse=True)
-    return ranked[:limit], problems
 
 
 # ---------------------------------------------------------------------------------------------

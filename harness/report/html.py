@@ -13,21 +13,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.numbers import DASH, TIMES, human, human_ratio, percent
+from harness.probes import registry
 from harness.report import data
 from harness.report.data import Code, Finding, Flame, Labeller
 from harness.results import write_atomic
+from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import as_json, load_run
 from harness.stats import CONFIDENCE
 from harness.tables import (
-    DASH,
     STATUS_NOTES,
-    TIMES,
     cell_summary,
-    human,
-    human_ratio,
     notes,
     param_text,
-    percent,
     probe_notes,
     ratio_metric,
     varying_params,
@@ -329,7 +327,7 @@ class Page:
         self.add('<section id="plots"><h2>Plots</h2>')
         shown = 0
         for plot in self.doc.get("plots") or []:
-            href = data.run_file(self.run_dir, plot.get("path"))
+            href = run_file(self.run_dir, plot.get("path"))
             if href is None:
                 self.add(f"<p>missing plot: {esc(plot.get('path'))}</p>")
                 continue
@@ -570,16 +568,11 @@ class Page:
                 lost = int(probe.get("lost_events") or 0)
                 cls = "missing" if lost else "dim"
                 self.add(f'<p class="{cls}">lost events over the repeats: {lost:,}</p>')
-            totals = probe.get("totals") or {}
-            line = self.totals_line(name, totals)
-            if line:
-                self.add(f"<p>{esc(line)}</p>")
-            if name == "futex":
-                self.futex_stacks(probe)
+            self.add(*registry.kind_of(name).report(self.run_dir, probe))
             raw = [
                 (path, href)
                 for path in probe.get("paths") or []
-                if (href := data.run_file(self.run_dir, path))
+                if (href := run_file(self.run_dir, path))
             ]
             if raw:
                 self.add(
@@ -587,57 +580,11 @@ class Page:
                     + ", ".join(f'<a href="{esc(href)}">{esc(path)}</a>' for path, href in raw)
                     + "</p>"
                 )
-            gone = [p for p in probe.get("paths") or [] if not data.run_file(self.run_dir, p)]
+            gone = [p for p in probe.get("paths") or [] if not run_file(self.run_dir, p)]
             for path in gone:
                 self.add(
                     f'<p class="missing">raw output {esc(path)} is not in the run directory</p>'
                 )
-
-    @staticmethod
-    def totals_line(name: str, totals: Mapping[str, Any]) -> str:
-        def n(key: str) -> str:
-            return human(float(totals.get(key) or 0))
-
-        def t(key: str) -> str:
-            return human(float(totals.get(key) or 0), time_ns=True)
-
-        if name == "sched" and totals:
-            return (
-                f"over the repeats: {n('voluntary_switches')} voluntary and "
-                f"{n('involuntary_switches')} involuntary context switches, {t('offcpu_ns')} "
-                f"off-CPU, {n('wakeups')} wake-ups"
-            )
-        if name == "futex" and totals:
-            return (
-                f"over the repeats: {n('waits')} futex waits, {t('wait_ns')} waiting, "
-                f"{n('failed_waits')} failed waits, {n('wake_calls')} wake calls"
-            )
-        return ""
-
-    def futex_stacks(self, probe: Mapping[str, Any]) -> None:
-        stacks, problems = data.futex_stacks(self.run_dir, probe)
-        for problem in problems:
-            self.add(f'<p class="missing">{esc(problem)}</p>')
-        if not stacks:
-            if not problems and probe.get("paths"):
-                self.add('<p class="dim">no contended futex stacks recorded</p>')
-            return
-        total = float((probe.get("totals") or {}).get("wait_ns") or 0)
-        self.add(
-            f"<p>Top {len(stacks)} waiting stacks (summed over the repeats; innermost frame "
-            "first, click for the whole stack):</p>",
-            '<table><tr><th class="l">stack</th><th>waits</th><th>wait time</th>'
-            "<th>share of wait time</th></tr>",
-        )
-        for s in stacks:
-            share = percent(s.wait_ns / total) if total else DASH
-            whole = "\n".join(reversed(s.frames))
-            self.add(
-                f'<tr><td class="frame"><details><summary>{esc(s.short())}</summary>'
-                f"<pre>{esc(whole)}</pre></details></td><td>{s.waits:,}</td>"
-                f"<td>{esc(human(float(s.wait_ns), time_ns=True))}</td><td>{esc(share)}</td></tr>"
-            )
-        self.add("</table>")
 
     def cell_comparisons(self, cell: Mapping[str, Any]) -> None:
         if not self.baseline:

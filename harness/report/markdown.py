@@ -12,11 +12,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.numbers import DASH
 from harness.report import data
 from harness.report.data import Code, Finding, Labeller
 from harness.results import write_atomic
+from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import as_json, load_run
-from harness.tables import DASH, cell_summary, param_text, ratio_metric, varying_params
+from harness.tables import cell_summary, param_text, ratio_metric, varying_params
 
 # Figures next to the headline metric, when some cell of the scenario has them.
 SIDE_METRICS = ("latency_ns.p99", "mutex_share", "futex_wait_ns_per_op", "ctx_switches_per_op")
@@ -178,7 +180,7 @@ class Summary:
 
     def flame_links(self) -> None:
         self.add("### Flame graphs", "")
-        report = data.run_file(self.run_dir, "report.html")
+        report = run_file(self.run_dir, "report.html")
         where = f"Paths are relative to the run directory {code(self.run_dir.name)}"
         self.add(where + (f"; the full report is [report.html]({report})." if report else "."), "")
         for cell in self.cells:

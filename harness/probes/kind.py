@@ -1,0 +1,90 @@
+"""What a probe kind declares (harness/probes/kinds/<name>.py) and what it is given.
+
+A kind is everything the harness knows about one probe: how to drive it, whether it can run
+here, the metrics it adds to a repeat, what run.json keeps of its output, its sections in
+`harness probe`, `harness doctor` and report.html, and the stacks it gives the profiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from harness.checks import Check
+from harness.probes.probe import Probe, ProbeResult, ProbeSpec
+from harness.profiles.settings import ProfileSettings
+from harness.profiles.stacks import Stacks
+
+Data = Mapping[str, Any]  # a probe's JSON output over one window
+
+
+@dataclass(frozen=True)
+class DriverOptions:
+    now: bool  # count from attachment, not from SIGUSR1 (`harness probe`)
+    profile: ProfileSettings
+
+
+@dataclass(frozen=True)
+class RepeatContext:
+    """What a kind's metrics of one repeat may use besides its output."""
+
+    client: int  # the measured client: the first pid of `ready`
+    ops: float | None  # the repeat's op count (metrics.op_count), None without one
+    folder: Path | None  # where the repeat's raw files are; None when they are not kept
+    mutex_patterns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProbeMetric:
+    name: str  # a key of the repeat's metrics, dotted for nested ones
+    unit: str
+    rank: int  # its place among every kind's metrics (run.json's order, the table's columns)
+    column: str | None = None  # heading in the terminal table; None: not a column there
+    label: str | None = None  # heading in the reports, when not the column's
+    declared: bool = True  # in run.json's `metrics` (compared against the baseline)
+
+    def declaration(self) -> dict[str, str]:
+        """As describe declares a workload's metric; lower is better for every probe metric."""
+        return {"name": self.name, "unit": self.unit, "better": "lower"}
+
+
+def no_metrics(data: Data, context: RepeatContext) -> dict[str, Any]:
+    return {}
+
+
+def collector_fields(data: Data, ops: float | None) -> dict[str, Any]:
+    """What run.json keeps of one repeat of a collector: its window, losses and totals."""
+    return {key: data[key] for key in ("window_ns", "lost_events", "totals") if key in data}
+
+
+def as_recorded(result: ProbeResult) -> dict[str, Any] | None:
+    return result.data
+
+
+def no_report(run_dir: Path, probe: Data) -> list[str]:
+    return []
+
+
+def no_stacks(path: Path, data: Data, stacks: Stacks) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ProbeKind:
+    name: str  # as given to --probes; bpftrace's is the prefix of `bt:PATH`
+    driver: Callable[[ProbeSpec, Path, DriverOptions], Probe]
+    problem: Callable[[Path], str | None]  # why it cannot run on the machine at this root
+    check: Callable[[Path], Check]  # its line in `harness doctor`
+    section: Callable[[str, Data, Console], None]  # its part of `harness probe`'s summary
+    collector: bool = False  # driven by the libbpf collector bpf/build/<name>
+    metrics: tuple[ProbeMetric, ...] = ()
+    derive: Callable[[Data, RepeatContext], dict[str, Any]] = no_metrics  # metrics of a repeat
+    recorded: Callable[[Data, float | None], dict[str, Any]] = collector_fields
+    # `harness probe --json`: the output made self-contained (its files go with the run).
+    live: Callable[[ProbeResult], dict[str, Any] | None] = as_recorded
+    report: Callable[[Path, Data], list[str]] = no_report  # HTML under its name in report.html
+    stacks: Callable[[Path, Data, Stacks], None] = no_stacks  # one repeat into the profiles

@@ -1,0 +1,145 @@
+"""`sched`: context switches, off-CPU time, run-queue latency and wake-ups per thread, from
+the libbpf collector bpf/build/sched (bpf/README.md)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from harness.numbers import human
+from harness.probes import availability, terminal
+from harness.probes.collector import CollectorProbe
+from harness.probes.kind import Data, DriverOptions, ProbeKind, ProbeMetric, RepeatContext
+from harness.probes.log2 import add_hists, hist_quantile
+from harness.probes.probe import Probe, ProbeSpec
+from harness.profiles.stacks import Stacks
+
+NAME = "sched"
+QUANTILES = {"p50": 0.50, "p99": 0.99}
+METRICS = (
+    ProbeMetric("ctx_switches_per_op", "switches", 10, column="ctx sw/op"),
+    ProbeMetric("wakeups_per_op", "wake-ups", 20, column="wakeups/op"),
+    ProbeMetric("offcpu_ns_per_op", "ns", 40, column="off-CPU/op"),
+    ProbeMetric("runq_latency_ns.p50", "ns", 45, label="run-queue p50", declared=False),
+    ProbeMetric("runq_latency_ns.p99", "ns", 50, label="run-queue p99"),
+)
+
+
+def driver(spec: ProbeSpec, out_path: Path, options: DriverOptions) -> Probe:
+    return CollectorProbe(spec, out_path, options.now)
+
+
+def derive(data: Data, context: RepeatContext) -> dict[str, Any]:
+    """Of the client's threads: switches (all, voluntary: the thread blocked), wake-ups
+    received and off-CPU time per op; run-queue latency quantiles of their histograms."""
+    if context.ops is None:
+        return {}
+    ops = context.ops
+    threads = [t for t in data.get("threads") or [] if t.get("pid") == context.client]
+    voluntary = sum(t.get("voluntary_switches", 0) for t in threads)
+    involuntary = sum(t.get("involuntary_switches", 0) for t in threads)
+    metrics: dict[str, Any] = {
+        "ctx_switches_per_op": (voluntary + involuntary) / ops,
+        "voluntary_switches_per_op": voluntary / ops,
+        "wakeups_per_op": sum(t.get("wakeups_received", 0) for t in threads) / ops,
+        "offcpu_ns_per_op": sum(t.get("offcpu_ns", 0) for t in threads) / ops,
+    }
+    runq = add_hists([t.get("runq_hist_log2_ns") or [] for t in threads])
+    quantiles = {name: hist_quantile(runq, q) for name, q in QUANTILES.items()}
+    if all(v is not None for v in quantiles.values()):
+        metrics["runq_latency_ns"] = quantiles
+    return metrics
+
+
+def _task(pair: Mapping[str, Any], role: str) -> str:
+    """`comm (pid/tid)` of the waker or the wakee of a wake-up pair."""
+    tid = pair.get(f"{role}_tid")
+    where = f"{pair.get(f'{role}_pid')}/{tid}" if tid is not None else pair.get(f"{role}_pid")
+    return f"{pair.get(f'{role}_comm')} ({where})"
+
+
+def section(name: str, data: Data, console: Console) -> None:
+    """The threads with the most switches, the top wake-up pairs, the totals."""
+    ns, count, top = terminal.ns, terminal.count, terminal.TOP
+    threads = sorted(
+        data.get("threads") or [],
+        key=lambda t: t.get("voluntary_switches", 0) + t.get("involuntary_switches", 0),
+        reverse=True,
+    )
+    table = terminal.table(
+        f"sched: top {top} threads by context switches",
+        ["thread", "comm", "voluntary", "involuntary", "off-CPU", "runq p50", "runq p99", "woken"],
+    )
+    for t in threads[:top]:
+        runq = t.get("runq_hist_log2_ns") or []
+        table.add_row(
+            f"{t.get('pid')}/{t.get('tid')}",
+            str(t.get("comm")),
+            count(t.get("voluntary_switches", 0)),
+            count(t.get("involuntary_switches", 0)),
+            ns(t.get("offcpu_ns", 0)),
+            ns(hist_quantile(runq, 0.5)),
+            ns(hist_quantile(runq, 0.99)),
+            count(t.get("wakeups_received", 0)),
+        )
+    console.print(table)
+    pairs = sorted(data.get("wakeups") or [], key=lambda w: w.get("count", 0), reverse=True)
+    table = terminal.table(
+        f"sched: top {top} wake-ups (waker -> wakee)", ["waker", "wakee", "count"]
+    )
+    for w in pairs[:top]:
+        table.add_row(_task(w, "waker"), _task(w, "wakee"), count(w.get("count", 0)))
+    console.print(table)
+    totals = data.get("totals") or {}
+    runq = totals.get("runq_hist_log2_ns") or add_hists(
+        [t.get("runq_hist_log2_ns") or [] for t in threads]
+    )
+    console.print(
+        f"sched totals: {count(totals.get('voluntary_switches', 0))} voluntary, "
+        f"{count(totals.get('involuntary_switches', 0))} involuntary switches, "
+        f"{ns(totals.get('offcpu_ns', 0))} off-CPU, {count(totals.get('wakeups', 0))} "
+        f"wake-ups, run-queue p50 {ns(hist_quantile(runq, 0.5))} p99 "
+        f"{ns(hist_quantile(runq, 0.99))}; lost events {data.get('lost_events', 0)}"
+    )
+
+
+def report(run_dir: Path, probe: Data) -> list[str]:
+    totals = probe.get("totals") or {}
+    if not totals:
+        return []
+
+    def n(key: str) -> str:
+        return human(float(totals.get(key) or 0))
+
+    line = (
+        f"over the repeats: {n('voluntary_switches')} voluntary and "
+        f"{n('involuntary_switches')} involuntary context switches, "
+        f"{human(float(totals.get('offcpu_ns') or 0), time_ns=True)} off-CPU, "
+        f"{n('wakeups')} wake-ups"
+    )
+    return [f"<p>{html.escape(line, quote=True)}</p>"]
+
+
+def stacks(path: Path, data: Data, into: Stacks) -> None:
+    """Waker comm -> wakee comm, weighted by wake-ups: the wake-up graph."""
+    for pair in data.get("wakeups") or []:
+        stack = f"{pair.get('waker_comm')};{pair.get('wakee_comm')}".replace(" ", "_")
+        into.wakeups[stack] += int(pair.get("count", 0))
+
+
+KIND = ProbeKind(
+    name=NAME,
+    collector=True,
+    driver=driver,
+    problem=lambda root: availability.collector_problem(NAME, root),
+    check=lambda root: availability.collector_check(NAME, root),
+    section=section,
+    metrics=METRICS,
+    derive=derive,
+    report=report,
+    stacks=stacks,
+)

@@ -1,0 +1,55 @@
+"""The probe kinds: the only list of them. Everything that treats probes kind by kind
+(session, doctor, metrics, run.json, tables, reports, profiles) iterates this.
+
+Adding a kind: a module in harness/probes/kinds/ (see kind.py) and its collector, listed here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.probes.kind import ProbeKind, ProbeMetric
+from harness.probes.kinds import bpftrace, futex, gc, oncpu, sched
+
+# In this order: `all`, doctor's lines, the derived metrics of a repeat, `harness probe`.
+NAMED: tuple[ProbeKind, ...] = (sched.KIND, futex.KIND, gc.KIND, oncpu.KIND)
+BPFTRACE = bpftrace.KIND  # `bt:PATH`: any number of scripts, named `bt:<stem>`
+KINDS = (*NAMED, BPFTRACE)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(kind.name for kind in NAMED)
+
+
+def collector_names() -> tuple[str, ...]:
+    return tuple(kind.name for kind in NAMED if kind.collector)
+
+
+def kind_of(probe: str) -> ProbeKind:
+    """The kind of a probe name (`sched`, `bt:syscalls_per_op`)."""
+    for kind in NAMED:
+        if kind.name == probe:
+            return kind
+    if probe.startswith(f"{BPFTRACE.name}:"):
+        return BPFTRACE
+    raise KeyError(probe)
+
+
+def metrics() -> list[ProbeMetric]:
+    """Every kind's metrics, in rank order."""
+    return sorted((m for kind in KINDS for m in kind.metrics), key=lambda m: m.rank)
+
+
+def declared_metrics() -> list[dict[str, Any]]:
+    """What a run with probes declares in run.json's `metrics`."""
+    return [m.declaration() for m in metrics() if m.declared]
+
+
+def columns() -> dict[str, str]:
+    """The probe metrics the terminal table shows when present, with their headings."""
+    return {m.name: m.column for m in metrics() if m.column is not None}
+
+
+def labels() -> dict[str, str]:
+    """The probe metrics the reports show when present, with their headings."""
+    return {m.name: heading for m in metrics() if (heading := m.label or m.column) is not None}
