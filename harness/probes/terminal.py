@@ -20,6 +20,11 @@ def count(value: float) -> str:
     return human(value)
 
 
+def exact(value: float) -> str:
+    """A count to compare with another tool's: every digit, `1,440`."""
+    return f"{int(value):,}"
+
+
 def table(title: str, columns: Sequence[str]) -> Table:
     """Left-aligned first and `comm` columns, the figures right-aligned."""
     out = Table(title=title, title_justify="left")

@@ -52,13 +52,14 @@ def _pauses(fields: Data, prefix: str) -> str:
     count = fields.get(f"{prefix}_pauses", 0)
     total = terminal.ns(fields.get(f"{prefix}_total_ns", 0))
     return (
-        f"{terminal.count(count)} ({total}, max {terminal.ns(fields.get(f'{prefix}_max_ns', 0))})"
+        f"{terminal.exact(count)} ({total}, max {terminal.ns(fields.get(f'{prefix}_max_ns', 0))})"
     )
 
 
 def section(name: str, data: Data, console: Console) -> None:
-    """Per Go process: cycles, GC pauses and other stops; the stops by the runtime's reason."""
-    ns, count = terminal.ns, terminal.count
+    """Per Go process: cycles, GC pauses and other stops (exact counts, to compare with the
+    runtime's own); the stops by the runtime's reason."""
+    ns, count = terminal.ns, terminal.exact
     table = terminal.table(
         "gc: Go processes",
         ["pid", "comm", "go", "GC cycles", "GC pauses (total, max)", "other stops (total, max)"],

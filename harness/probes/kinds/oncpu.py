@@ -101,7 +101,7 @@ def section(name: str, data: Data, console: Console) -> None:
     console.print(table)
     share = data.get("mutex_share")
     console.print(
-        f"oncpu totals: {terminal.count(data.get('samples', 0))} samples at "
+        f"oncpu totals: {terminal.exact(data.get('samples', 0))} samples at "
         f"{data.get('frequency_hz')} Hz ({data.get('event')}), mutex share "
         f"{DASH if share is None else percent(float(share))}; "
         f"lost events {data.get('lost_events', 0)}"
