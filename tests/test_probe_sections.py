@@ -13,12 +13,13 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require, run_harness
+from conftest import HARNESS, require, run_harness
 from test_gc_probe import GoTarget, gc_tool, gcprog  # noqa: F401 (fixtures)
 
 from harness.probes.availability import (
@@ -155,3 +156,37 @@ def test_oncpu_json_and_bpftrace_section_of_a_cpu_burner(
     assert "bt:pthread_mutex_contention: window difference of " in done.stdout
     calls = re.search(r"@lock_calls = (\S+)", done.stdout)
     assert calls and calls.group(1) != "0", done.stdout
+
+
+def test_gc_section_counts_what_the_runtime_counted(
+    harness_env: dict[str, str],
+    gc_tool: Path,  # noqa: F811 (builds the collectors)
+    go_target: GoTarget,
+) -> None:
+    """One phase of the Go fixture inside the window (it starts GCs nowhere else): the
+    section's cycles and GC pauses are the runtime's own counts."""
+    require(privilege_problem() or btf_problem() or collector_problem("gc"))
+    duration_s = 8  # far longer than a phase; checked below
+    args = ["probe", "--pid", str(go_target.pid), "--probes", "gc", "--duration-s", str(duration_s)]
+    probe = subprocess.Popen(
+        [*HARNESS, *args],
+        env=harness_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert probe.stderr is not None
+        line = probe.stderr.readline()
+        assert line.startswith("harness: window open"), line + probe.stderr.read()
+        opened = time.monotonic()
+        truth = go_target.phase()
+        assert time.monotonic() - opened < duration_s / 2, "the phase took most of the window"
+        out, err = probe.communicate(timeout=120)
+    finally:
+        probe.kill()
+        probe.wait()
+    assert probe.returncode == 0, err
+    assert truth["cycles"] > 0
+    assert figure(r"gc totals: ([\d,]+) cycles", out) == truth["cycles"], out
+    assert figure(r"GC pauses ([\d,]+) \(", out) == truth["gc_pauses"], out

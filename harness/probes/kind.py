@@ -77,8 +77,9 @@ def no_stacks(path: Path, data: Data, stacks: Stacks) -> None:
 class ProbeKind:
     name: str  # as given to --probes; bpftrace's is the prefix of `bt:PATH`
     driver: Callable[[ProbeSpec, Path, DriverOptions], Probe]
-    problem: Callable[[Path], str | None]  # why it cannot run on the machine at this root
-    check: Callable[[Path], Check]  # its line in `harness doctor`
+    # Whether it works on the machine at this root, and if not why and what to do: its line
+    # in `harness doctor` (the driver finds the same problem when it starts).
+    check: Callable[[Path], Check]
     section: Callable[[str, Data, Console], None]  # its part of `harness probe`'s summary
     collector: bool = False  # driven by the libbpf collector bpf/build/<name>
     metrics: tuple[ProbeMetric, ...] = ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -33,6 +34,8 @@ def probe_pids(
         try:
             session.on_ready(pids)
             session.on_measure_start()
+            # The moment to start what should be seen (scripts and tests wait for this line).
+            print(f"harness: window open for {duration_s:g} s", file=sys.stderr, flush=True)
             end = time.monotonic() + duration_s
             while time.monotonic() < end and not stop.requested:
                 time.sleep(POLL_S)

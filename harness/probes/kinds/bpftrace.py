@@ -86,7 +86,6 @@ def section(name: str, data: Data, console: Console) -> None:
 KIND = ProbeKind(
     name=NAME,
     driver=driver,
-    problem=availability.bpftrace_problem,
     check=check,
     section=section,
     recorded=recorded,

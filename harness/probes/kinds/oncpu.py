@@ -124,7 +124,6 @@ def stacks(path: Path, data: Data, into: Stacks) -> None:
 KIND = ProbeKind(
     name=NAME,
     driver=driver,
-    problem=problem,
     check=check,
     section=section,
     metrics=METRICS,

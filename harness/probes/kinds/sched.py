@@ -135,7 +135,6 @@ KIND = ProbeKind(
     name=NAME,
     collector=True,
     driver=driver,
-    problem=lambda root: availability.collector_problem(NAME, root),
     check=lambda root: availability.collector_check(NAME, root),
     section=section,
     metrics=METRICS,
