@@ -8,7 +8,8 @@ Reusable on any run directory:
     check_images(driver, run_dir / "report.html")             # every <img> preview decoded
 
 Each raises AssertionError naming what is wrong. Without Chromium, chromedriver or selenium a
-test calls `require_browser()`: it skips, or fails when CI or REQUIRE_BPF is set.
+test calls `require_browser()`: it skips, or fails with REQUIRE_BPF=1 or CI set
+(requirements.need).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from urllib.parse import unquote, urldefrag, urlparse
 from urllib.request import url2pathname
 
-import pytest
+from requirements import need
 
 CHROMIUM = Path(os.environ.get("HARNESS_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("HARNESS_CHROMEDRIVER", "/usr/bin/chromedriver"))
@@ -37,17 +38,6 @@ PAGE_TIMEOUT_S = 30.0
 ERROR_PAGE = "chrome-error://"
 
 
-def strict() -> bool:
-    """CI and REQUIRE_BPF runs must not skip: a missing tool is a failure there."""
-    return bool(os.environ.get("CI") or os.environ.get("REQUIRE_BPF"))
-
-
-def skip_or_fail(reason: str) -> None:
-    if strict():
-        pytest.fail(f"{reason} (CI or REQUIRE_BPF is set, so this is not skipped)")
-    pytest.skip(reason)
-
-
 def browser_problem() -> str | None:
     if not CHROMIUM.exists():
         return f"no {CHROMIUM}: apt-get install chromium chromium-driver"
@@ -59,9 +49,7 @@ def browser_problem() -> str | None:
 
 
 def require_browser() -> None:
-    problem = browser_problem()
-    if problem is not None:
-        skip_or_fail(problem)
+    need(browser_problem())
 
 
 def start_driver() -> Any:

@@ -13,6 +13,17 @@ import pytest
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HARNESS = [sys.executable, "-m", "harness"]
+# The test tiers (pyproject.toml's markers); every test has at least one.
+TIERS = ("unit", "e2e", "bpf", "browser")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test without a tier would escape `-m` selections such as CI's `bpf or browser`."""
+    untiered = [
+        item.nodeid for item in items if not any(item.get_closest_marker(tier) for tier in TIERS)
+    ]
+    if untiered:
+        raise pytest.UsageError(f"tests without a tier marker {TIERS}: {', '.join(untiered)}")
 
 
 @pytest.fixture
@@ -67,13 +78,3 @@ def sleepy_log(env: dict[str, str]) -> list[dict[str, Any]]:
 def process_gone(pid: int) -> bool:
     """Gone for good: not running, not a zombie waiting to be reaped."""
     return not Path(f"/proc/{pid}").exists()
-
-
-def require(problem: str | None) -> None:
-    """Skip a test whose kernel feature or privilege this machine lacks (`problem` says
-    which); with REQUIRE_BPF=1 such a test fails instead."""
-    if problem is None:
-        return
-    if os.environ.get("REQUIRE_BPF") == "1":
-        pytest.fail(f"REQUIRE_BPF=1, but {problem}")
-    pytest.skip(problem)

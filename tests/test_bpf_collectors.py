@@ -2,7 +2,8 @@
 
 Targets are the C fixtures in tests/fixtures/bpf/, driven one stdin line per phase so they are
 quiet outside the measured window. Skipped only where BPF cannot be used: no kernel BTF, or the
-loaders report `unavailable:` (no BPF, no privilege); with REQUIRE_BPF=1 such a skip fails.
+loaders report `unavailable:` (no BPF, no privilege), or a tool is missing; with REQUIRE_BPF=1
+such a skip fails (requirements.need).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import time
@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from bpftool import bpf_ids, held_ids, prog_count
+from requirements import need, root_problem, tool_problem, unmet
 
 ROOT = Path(__file__).resolve().parent.parent
 BPF_DIR = ROOT / "bpf"
@@ -41,17 +42,14 @@ FIXTURE_FRAMES = [
 Counters = dict[int, tuple[str, int, int]]  # tid -> (name, voluntary, involuntary)
 
 
-def skip_or_fail(reason: str) -> None:
-    if os.environ.get("REQUIRE_BPF") == "1":
-        pytest.fail(f"REQUIRE_BPF=1 but {reason}")
-    pytest.skip(reason)
+pytestmark = pytest.mark.bpf
 
 
 @pytest.fixture(scope="session")
 def collectors() -> Path:
     """Builds bpf/ and checks that this kernel lets the collectors load."""
     if not VMLINUX_BTF.exists():
-        skip_or_fail(f"kernel without BTF ({VMLINUX_BTF} missing)")
+        unmet(f"kernel without BTF ({VMLINUX_BTF} missing)")
     build = subprocess.run(
         ["make", "-C", str(BPF_DIR)], capture_output=True, text=True, timeout=300, check=False
     )
@@ -64,7 +62,7 @@ def collectors() -> Path:
         check=False,
     )
     if probe.returncode == 1 and probe.stderr.startswith("unavailable:"):
-        skip_or_fail(f"kernel does not load the probes: {probe.stderr.strip()}")
+        unmet(f"kernel does not load the probes: {probe.stderr.strip()}")
     assert probe.returncode == 0, probe.stderr
     return BUILD
 
@@ -371,7 +369,7 @@ def futex_prefix(attach: str) -> tuple[str, ...]:
         check=False,
     )
     if probe.returncode != 0:
-        skip_or_fail(f"no tracefs: {probe.stderr.strip()}")
+        unmet(f"no tracefs: {probe.stderr.strip()}")
     return (
         *private,
         "sh",
@@ -574,6 +572,7 @@ def test_nothing_stays_loaded(
     reap: list[LineProcess],
     scenario: str,
 ) -> None:
+    need(tool_problem("bpftool", "bpftool"))
     tool = scenario.split("-")[0]
     ours_before = prog_count(PROG_PREFIXES)
     target = Target(fixtures["locks"])
@@ -650,12 +649,11 @@ def test_top_is_futex_only(collectors: Path) -> None:
     assert run.returncode == 2
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to an unprivileged user")
 @pytest.mark.parametrize("tool", ["sched", "futex"])
 def test_unavailable_without_privileges(collectors: Path, tmp_path: Path, tool: str) -> None:
     """Without CAP_BPF/CAP_PERFMON: exit 1 with one `unavailable:` line."""
-    if shutil.which("setpriv") is None:
-        pytest.skip("setpriv (util-linux) missing")
+    need(root_problem("to drop to an unprivileged user"))
+    need(tool_problem("setpriv", "util-linux"))
     # An unprivileged user with no capabilities at all.
     nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
     run = subprocess.run(

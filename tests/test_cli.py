@@ -16,6 +16,8 @@ from harness import cli
 from harness.cli import main
 from harness.runlock import RunLock
 
+pytestmark = pytest.mark.unit
+
 SLEEPY_PARAMS = "rate, noise, mode, verbose, label"
 
 

@@ -10,6 +10,8 @@ from rich.console import Console
 from harness.compare import compare_command
 from harness.stats import summarize_cell
 
+pytestmark = pytest.mark.unit
+
 METRICS = [
     {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
     {"name": "latency_ns.p99", "unit": "ns", "better": "lower"},

@@ -10,6 +10,8 @@ from rich.console import Console
 from harness import doctor
 from harness.doctor import Check, doctor_command, run_checks
 
+pytestmark = pytest.mark.unit
+
 CHECK_NAMES = [
     "privileges",
     "btf",

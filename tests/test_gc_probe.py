@@ -4,7 +4,7 @@ The target is the Go fixture in tests/fixtures/gcprog, built here unstripped and
 driven one stdin line per phase, allocates nothing between phases (so no GC starts there), and
 reports the runtime's counters over each phase. Skipped only where BPF or Go cannot be used (no
 kernel BTF, no Go toolchain, or the collector reports `unavailable:` for a reason other than the
-target); with REQUIRE_BPF=1 such a skip fails.
+target, or no bpftool); with REQUIRE_BPF=1 such a skip fails (requirements.need).
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 from bpftool import bpf_ids, held_ids, prog_count
+from requirements import need, tool_problem, unmet
 
 ROOT = Path(__file__).resolve().parent.parent
 BPF_DIR = ROOT / "bpf"
@@ -34,16 +35,13 @@ PROG_PREFIX = "gc_"  # every BPF program of the collector is named so
 SIGNAL_SETTLE_S = 0.3
 
 
-def skip_or_fail(reason: str) -> NoReturn:
-    if os.environ.get("REQUIRE_BPF") == "1":
-        pytest.fail(f"REQUIRE_BPF=1 but {reason}")
-    pytest.skip(reason)
+pytestmark = pytest.mark.bpf
 
 
 @pytest.fixture(scope="session")
 def gc_tool() -> Path:
     if not VMLINUX_BTF.exists():
-        skip_or_fail(f"kernel without BTF ({VMLINUX_BTF} missing)")
+        unmet(f"kernel without BTF ({VMLINUX_BTF} missing)")
     build = subprocess.run(
         ["make", "-C", str(BPF_DIR)], capture_output=True, text=True, timeout=300, check=False
     )
@@ -64,7 +62,7 @@ def gcprog(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The fixture built as is and stripped (-s -w: no .symtab, no DWARF)."""
     go = go_tool()
     if go is None:
-        skip_or_fail("no Go toolchain (go) to build tests/fixtures/gcprog")
+        unmet("no Go toolchain (go) to build tests/fixtures/gcprog")
     out = tmp_path_factory.mktemp("gcprog")
     env = {**os.environ, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local"}
     binaries = {"plain": out / "gcprog", "stripped": out / "gcprog-stripped"}
@@ -153,7 +151,7 @@ class GcCollector(LineProcess):
             rc = self.proc.wait(timeout=30)
             stderr = self.stderr()
             if rc == 1 and stderr.startswith("unavailable:"):
-                skip_or_fail(f"the kernel does not run the probes: {stderr.strip()}")
+                unmet(f"the kernel does not run the probes: {stderr.strip()}")
             raise AssertionError(f"gc exited {rc} before attaching: {stderr}")
         assert line == '{"event":"attached"}', line
 
@@ -325,8 +323,7 @@ def test_nothing_stays_loaded(
     reap: list[LineProcess],
     scenario: str,
 ) -> None:
-    if shutil.which("bpftool") is None:
-        pytest.skip("bpftool missing")
+    need(tool_problem("bpftool", "bpftool"))
     ours_before = prog_count(PROG_PREFIX)
     target = GoTarget(gcprog["plain"])
     reap.append(target)

@@ -7,6 +7,8 @@ import pytest
 
 from harness.hostinfo import collect_host, format_cpulist, git_info, parse_cpulist
 
+pytestmark = pytest.mark.unit
+
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
 model name\t: AMD EPYC 7313P 16-Core Processor

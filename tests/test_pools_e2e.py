@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require, run_harness, runs_dir
+from conftest import run_harness, runs_dir
+from requirements import need
 
 from harness.paths import REPO_ROOT
 from harness.probes.availability import collector_problem
 from harness.suites import discover
+
+pytestmark = pytest.mark.e2e
 
 WORKLOADS = REPO_ROOT / "workloads"
 
@@ -59,11 +62,12 @@ def test_a_table_per_trace_with_plots(pools_env: dict[str, str]) -> None:
     assert "plots/contended.wait.png" in (run_dir / "report.html").read_text()
 
 
+@pytest.mark.bpf
 def test_gc_probe_agrees_with_the_runtime(pools_env: dict[str, str]) -> None:
     """ballast collects garbage hundreds of times a second: the probe's GC cycles and pause
     time over the window against the runtime's own figures over the workload's window (the
     two windows open and close a signal apart, hence the small tolerance)."""
-    require(collector_problem("gc"))
+    need(collector_problem("gc"))
     args = ["--scenario", "ballast", "--strategies", "smart-lifo", "--probes", "gc"]
     _, doc, _ = run_pools([*args, "--duration-s", "2", "--warmup-s", "0.5"], pools_env)
     (cell,) = doc["cells"]

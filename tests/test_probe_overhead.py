@@ -6,17 +6,20 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import require, run_harness
+from conftest import run_harness
+from requirements import need
 
 from harness.paths import REPO_ROOT
 from harness.probes.availability import btf_problem, collector_problem, privilege_problem
 from harness.probes.spec import COLLECTORS
 
+pytestmark = [pytest.mark.bpf, pytest.mark.e2e]
+
 
 def test_each_cell_runs_without_probes_with_each_alone_and_with_all(
     harness_env: dict[str, str],
 ) -> None:
-    require(privilege_problem() or btf_problem())
+    need(privilege_problem() or btf_problem())
     for name in COLLECTORS:
         problem = collector_problem(name)
         if problem:

@@ -19,6 +19,8 @@ from harness.probes.probe import ProbeResult
 from harness.probes.record import cell_folder, with_repeat
 from harness.probes.spec import ProbeSpec, parse_probes
 
+pytestmark = pytest.mark.unit
+
 SCRIPT = REPO_ROOT / "bpf" / "syscalls_per_op.bt"
 
 

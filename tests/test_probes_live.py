@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, HARNESS, only_run, require, run_harness
+from conftest import FIXTURES, HARNESS, only_run, run_harness
+from requirements import need
 
 from harness.paths import REPO_ROOT
 from harness.probes.availability import (
@@ -31,6 +32,8 @@ from harness.probes.availability import (
 )
 from harness.probes.spec import COLLECTORS
 from harness.suites import discover
+
+pytestmark = [pytest.mark.bpf, pytest.mark.e2e]
 
 WORKLOADS = REPO_ROOT / "workloads"
 MUTEX_BT = "bt:bpf/pthread_mutex_contention.bt"
@@ -57,7 +60,7 @@ def no_tracefs() -> str | None:
 @pytest.fixture
 def bpf_env(harness_env: dict[str, str]) -> dict[str, str]:
     """The harness env with the real workloads, where the collectors can run."""
-    require(privilege_problem() or btf_problem())
+    need(privilege_problem() or btf_problem())
     for name in COLLECTORS:
         if not collector_binary(name).is_file():
             pytest.fail(f"{collector_binary(name)} is not built: run `make -C bpf`")
@@ -137,7 +140,7 @@ def test_a_timers_run_gets_per_op_metrics_from_the_collectors(bpf_env: dict[str,
 
 
 def test_probe_a_running_process(bpf_env: dict[str, str], gil_fight: int) -> None:
-    require(bpftrace_problem())
+    need(bpftrace_problem())
     args = ["probe", "--pid", str(gil_fight), "--duration-s", "1", "--json"]
     done = run_harness([*args, "--probes", f"sched,futex,{MUTEX_BT}"], bpf_env)
     assert done.returncode == 0, done.stderr
@@ -226,7 +229,7 @@ def wait_for_probes(tag: str, count: int, timeout: float = 30) -> None:
 
 @pytest.mark.parametrize("case", ["normal", "ctrl-c", "workload crash"])
 def test_no_bpf_program_stays_loaded(case: str, bpf_env: dict[str, str]) -> None:
-    require(bpftrace_problem() or no_tracefs())
+    need(bpftrace_problem() or no_tracefs())
     tag = uuid.uuid4().hex
     env = {**bpf_env, "HARNESS_TEST_TAG": tag}
     probes = ["--probes", f"sched,futex,{SYSCALLS_BT}"]
@@ -266,7 +269,7 @@ def test_no_bpf_program_stays_loaded(case: str, bpf_env: dict[str, str]) -> None
 
 
 def test_bpftrace_scripts_in_a_run(bpf_env: dict[str, str]) -> None:
-    require(bpftrace_problem() or no_tracefs())
+    need(bpftrace_problem() or no_tracefs())
     doc, _ = run_timers(
         ["--strategies", "none", "--probes", SYSCALLS_BT, *TIMERS_RUN, "--duration-s", "0.5"],
         bpf_env,

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from browser import check_links, check_svg_drawn, require_browser, start_driver
-from conftest import FIXTURES, require, run_harness, runs_dir
+from conftest import FIXTURES, run_harness, runs_dir
+from requirements import need
 
 from harness.errors import BadInput
 from harness.paths import REPO_ROOT
@@ -35,12 +36,14 @@ server-11;main;serve;recv 40
 """
 
 
+@pytest.mark.unit
 def test_folded_parse_render_round_trip() -> None:
     stacks = folded.parse(STACKS + "garbage line\n\nno;weight x\n")
     assert folded.total(stacks) == 140
     assert folded.parse(folded.render(stacks)) == stacks
 
 
+@pytest.mark.unit
 def test_pid_roots_split_and_merge() -> None:
     per_pid = folded.split_pid_roots(folded.parse(STACKS))
     assert set(per_pid) == {10, 11}
@@ -50,6 +53,7 @@ def test_pid_roots_split_and_merge() -> None:
     assert merged["client;main;work;compute"] == 100
 
 
+@pytest.mark.unit
 def test_mutex_share_counts_each_stack_once_and_skips_the_root() -> None:
     client = folded.split_pid_roots(folded.parse(STACKS))[10]
     # futex/mutex (30) and condvar (20) of 100; one stack with two matches counts once.
@@ -60,11 +64,13 @@ def test_mutex_share_counts_each_stack_once_and_skips_the_root() -> None:
     assert folded.share_matching(Counter(), ["mutex"]) is None
 
 
+@pytest.mark.unit
 def test_kernel_spinlocks_are_not_lock_frames() -> None:
     stacks = Counter({"c;send;__pv_queued_spin_lock_slowpath_[k]": 1, "c;a;b": 1})
     assert folded.share_matching(stacks, DEFAULT_MUTEX_PATTERNS) == 0.0
 
 
+@pytest.mark.unit
 def test_top_self_and_grew_most() -> None:
     base = Counter({"c;main;compute": 80, "c;main;lock": 20})
     cand = Counter({"c;main;compute": 50, "c;main;lock": 40, "c;main;timer": 10})
@@ -77,6 +83,7 @@ def test_top_self_and_grew_most() -> None:
     assert grew[1]["baseline_share"] == 0.0
 
 
+@pytest.mark.unit
 def test_mutex_patterns_option() -> None:
     assert parse_patterns("Foo, bar") == ("foo", "bar")
     extended = parse_patterns("+mylock")
@@ -86,13 +93,14 @@ def test_mutex_patterns_option() -> None:
         parse_patterns(" , ")
 
 
+@pytest.mark.unit
 def test_perf_missing_is_a_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     assert perf_problem() == "perf is not installed (apt install linux-perf)"
 
 
 def require_oncpu() -> None:
-    require(privilege_problem() or perf_problem())
+    need(privilege_problem() or perf_problem())
     problem = inferno.problem()
     if problem:
         pytest.fail(f"{problem}: `make deps` installs it")
@@ -109,6 +117,7 @@ def phases(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return binary
 
 
+@pytest.mark.bpf
 def test_oncpu_samples_the_window_only(phases: Path, tmp_path: Path) -> None:
     """Samples before window_start are dropped: the fixture spins in one function before the
     window and in another during it."""
@@ -186,6 +195,9 @@ def profiled_run(env: dict[str, str]) -> tuple[Path, dict[str, Any]]:
     return run_dir, doc
 
 
+@pytest.mark.bpf
+@pytest.mark.browser
+@pytest.mark.e2e
 def test_profiled_run_draws_every_graph(profile_env: dict[str, str]) -> None:
     require_browser()
     run_dir, doc = profiled_run(profile_env)
@@ -226,6 +238,8 @@ def test_profiled_run_draws_every_graph(profile_env: dict[str, str]) -> None:
         driver.quit()
 
 
+@pytest.mark.bpf
+@pytest.mark.e2e
 def test_compare_two_real_runs(profile_env: dict[str, str]) -> None:
     first, _ = profiled_run(profile_env)
     second, _ = profiled_run(profile_env)
@@ -240,6 +254,7 @@ def test_compare_two_real_runs(profile_env: dict[str, str]) -> None:
     assert {e["metric"] for e in entries} >= {"ops_per_sec", "mutex_share"}
 
 
+@pytest.mark.bpf
 def test_harness_probe_prints_the_folded_stacks(phases: Path, harness_env: dict[str, str]) -> None:
     """`harness probe --probes oncpu`: the stacks inline in its JSON (no run directory)."""
     require_oncpu()

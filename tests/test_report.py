@@ -22,6 +22,8 @@ from harness.report.data import finding_text, findings, flame_gaps, flames, note
 from harness.report.markdown import code, text
 from harness.tables import DASH, TIMES, human_ratio, percent
 
+pytestmark = pytest.mark.unit
+
 
 class Links(HTMLParser):
     """Every href, src and object data of a page, and every id."""

@@ -2,7 +2,7 @@
 link resolves, previews load, names are escaped.
 
 Needs /usr/bin/chromium, /usr/bin/chromedriver (apt: chromium chromium-driver), selenium and
-inferno 0.12.8 in .tools/bin; without them the tests skip, or fail when CI or REQUIRE_BPF is
+inferno 0.12.8 in .tools/bin; without them the tests skip, or fail with REQUIRE_BPF=1 or CI
 set. The checks live in tests/browser.py for use on real run directories.
 """
 
@@ -20,12 +20,14 @@ from browser import (
     check_svg_drawn,
     navigate,
     require_browser,
-    skip_or_fail,
     start_driver,
 )
 from reportdata import EVIL, MUTEX_FRAME, build_run
+from requirements import unmet
 
 from harness.report import write_all
+
+pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parent.parent
 INFERNO = REPO / ".tools" / "bin"
@@ -37,7 +39,7 @@ INSTALL = "cargo install inferno --version 0.12.8 --locked --root .tools"
 def require_inferno() -> None:
     for tool in (FLAMEGRAPH, DIFF_FOLDED):
         if not tool.exists():
-            skip_or_fail(f"no {tool}: {INSTALL}")
+            unmet(f"no {tool}: {INSTALL}")
 
 
 def inferno_svg(folded: Path, svg: Path) -> None:

@@ -28,6 +28,9 @@ DOC = REPO_ROOT / "docs" / "run-json.md"
 SHORT = ["--duration-s", "0.1", "--warmup-s", "0"]
 
 
+pytestmark = pytest.mark.unit
+
+
 def test_the_committed_schema_is_the_generated_one() -> None:
     assert SCHEMA_FILE.read_text() == schema_text(), "run `make schema` and commit the file"
     assert run_schema()["properties"]["schema_version"]["const"] == SCHEMA_VERSION
@@ -106,6 +109,7 @@ def test_sleepy_runs_satisfy_the_schema(harness_env: dict[str, str]) -> None:
     assert {c["scenario"] for c in doc["comparisons"]} == {"steady", "burst"}
 
 
+@pytest.mark.bpf
 def test_sleepy_runs_with_probes_and_their_overhead_satisfy_the_schema(
     harness_env: dict[str, str],
 ) -> None:
@@ -124,6 +128,8 @@ def suite_env(harness_env: dict[str, str], name: str) -> dict[str, str]:
     return {**harness_env, "HARNESS_WORKLOADS": str(WORKLOADS)}
 
 
+@pytest.mark.e2e
+@pytest.mark.bpf
 def test_a_timers_run_with_every_probe_satisfies_the_schema(harness_env: dict[str, str]) -> None:
     args = ["run", "timers", "--strategies", "none,tokio-timeout", "--param", "concurrency=64"]
     args += ["--probes", "all,bt:bpf/syscalls_per_op.bt", "--repeat", "2"]
@@ -138,6 +144,8 @@ def test_a_timers_run_with_every_probe_satisfies_the_schema(harness_env: dict[st
     }
 
 
+@pytest.mark.e2e
+@pytest.mark.bpf
 def test_a_pools_run_with_plots_satisfies_the_schema(harness_env: dict[str, str]) -> None:
     args = ["run", "pools", "--scenario", "uncontended-no-settings", "--duration-s", "1"]
     doc = the_run(suite_env(harness_env, "pools"), [*args, "--repeat", "1", "--probes", "gc"])

@@ -21,6 +21,8 @@ from harness.progress import LineProgress, RichProgress, Step, make_progress
 from harness.results import make_run_dir, write_json_atomic
 from harness.workload import Outcome, StopFlag, run_repeat
 
+pytestmark = pytest.mark.unit
+
 RUN_KEYS = {
     "schema_version",
     "run_id",

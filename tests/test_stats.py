@@ -15,6 +15,8 @@ from harness.stats import (
     verdict,
 )
 
+pytestmark = pytest.mark.unit
+
 TIMERS_RESULT = {
     "event": "result",
     "strategy": "tokio-timeout",

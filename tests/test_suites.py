@@ -13,6 +13,8 @@ from harness.errors import BadInput
 from harness.plan import build_plan, plan_matrix
 from harness.suites import Scale, discover, load_suite, select
 
+pytestmark = pytest.mark.unit
+
 DESCRIBE: dict[str, Any] = {
     "suite": "toy",
     "contract_version": 1,

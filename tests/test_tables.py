@@ -7,6 +7,8 @@ from rich.console import Console
 from harness.stats import compare_cells, summarize_cell
 from harness.tables import human, human_ratio, join_range, print_run
 
+pytestmark = pytest.mark.unit
+
 METRICS = [
     {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
     {"name": "latency_ns.p99", "unit": "ns", "better": "lower"},

@@ -12,6 +12,8 @@ from conftest import run_harness
 from harness.paths import REPO_ROOT
 from harness.suites import discover
 
+pytestmark = pytest.mark.e2e
+
 WORKLOADS = REPO_ROOT / "workloads"
 
 
