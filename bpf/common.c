@@ -381,6 +381,15 @@ static void window_close(struct window *w)
 		w->on_close(w->ctx);
 }
 
+/* One event line on stdout, flushed: {"event":NAME,"window_ns":N}, N the
+ * open time summed so far. */
+static void print_event(const char *name, const struct window *w)
+{
+	printf("{\"event\":\"%s\",\"window_ns\":%llu}\n", name,
+	       (unsigned long long)w->total_ns);
+	fflush(stdout);
+}
+
 void run_window(struct window *w, const struct env *env)
 {
 	struct timespec timeout;
@@ -422,8 +431,13 @@ void run_window(struct window *w, const struct env *env)
 			window_open(w);
 			if (env->has_duration && !deadline)
 				deadline = w->opened_ns + (__u64)(env->duration_s * 1e9);
+			/* Acknowledged once counting is on: a driver waits for this
+			 * line, not for a guessed delay, before the measured phase. */
+			print_event("window_open", w);
 		} else if (sig == SIGUSR2) {
 			window_close(w);
+			/* Once counting is off and on_close() has run. */
+			print_event("window_closed", w);
 		} else {
 			break;
 		}

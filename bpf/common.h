@@ -69,7 +69,9 @@ struct window {
 };
 
 /* Prints the "attached" event, then runs the window from the signals until
- * SIGINT/SIGTERM or the --duration-s deadline; the window is closed on return. */
+ * SIGINT/SIGTERM or the --duration-s deadline; the window is closed on return.
+ * Each SIGUSR1 and SIGUSR2 is acknowledged on stdout once acted on, with
+ * {"event":"window_open"} or {"event":"window_closed"} (and "window_ns"). */
 void run_window(struct window *w, const struct env *env);
 
 struct bpf_object;

@@ -25,17 +25,14 @@ import pytest
 from bpftool import bpf_ids, held_ids, prog_count
 from requirements import need, tool_problem, unmet
 
+pytestmark = pytest.mark.bpf
+
 ROOT = Path(__file__).resolve().parent.parent
 BPF_DIR = ROOT / "bpf"
 GC = BPF_DIR / "build" / "gc"
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "gcprog"
 VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
 PROG_PREFIX = "gc_"  # every BPF program of the collector is named so
-# A signal is acted on within microseconds; this is the margin before the next phase.
-SIGNAL_SETTLE_S = 0.3
-
-
-pytestmark = pytest.mark.bpf
 
 
 @pytest.fixture(scope="session")
@@ -155,9 +152,17 @@ class GcCollector(LineProcess):
             raise AssertionError(f"gc exited {rc} before attaching: {stderr}")
         assert line == '{"event":"attached"}', line
 
-    def send_signal(self, sig: signal.Signals) -> None:
+    def window(self, sig: signal.Signals) -> int:
+        """SIGUSR1 opens the window, SIGUSR2 closes it: returns once the collector has
+        acknowledged it (its `window_open`/`window_closed` line), with its window_ns so far."""
+        expected = {signal.SIGUSR1: "window_open", signal.SIGUSR2: "window_closed"}[sig]
         self.proc.send_signal(sig)
-        time.sleep(SIGNAL_SETTLE_S)
+        line = self.readline()
+        assert line is not None, f"gc exited (code {self.proc.wait(timeout=30)})"
+        event = json.loads(line)
+        assert event["event"] == expected, event
+        window_ns: int = event["window_ns"]
+        return window_ns
 
     def stop(self, sig: signal.Signals = signal.SIGTERM) -> dict[str, Any]:
         self.proc.send_signal(sig)
@@ -211,11 +216,11 @@ def test_matches_the_runtime(
     reap.append(collector)
     target.phase()  # before the window
     outer_start = time.monotonic()
-    collector.send_signal(signal.SIGUSR1)
+    assert collector.window(signal.SIGUSR1) == 0
     inner_start = time.monotonic()
     truth = target.phase()
     inner = time.monotonic() - inner_start
-    collector.send_signal(signal.SIGUSR2)
+    window_ns = collector.window(signal.SIGUSR2)
     outer = time.monotonic() - outer_start
     target.phase()  # after the window
     result = collector.stop()
@@ -223,7 +228,8 @@ def test_matches_the_runtime(
     assert result["probe"] == "gc"
     assert result["attach"] == "uprobe"
     assert result["pids"] == [target.pid]
-    assert inner * 1e9 < result["window_ns"] < outer * 1e9
+    assert result["window_ns"] == window_ns
+    assert inner * 1e9 < window_ns < outer * 1e9
     (process,) = result["processes"]
     assert (process["pid"], process["comm"]) == (target.pid, "gcprog")
     assert process["exe"] == str(gcprog["plain"])
