@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from browser import check_links, check_svg_drawn, require_browser, start_driver
 from conftest import FIXTURES, run_harness, runs_dir
+from cputime import CpuTrace, cpu_ns, wait_for_cpu
 from requirements import need
 
 from harness.errors import BadInput
@@ -28,6 +29,15 @@ from harness.profiles.settings import ProfileSettings
 from harness.suites import discover
 
 FIXTURE_CC = ["gcc", "-O1", "-g", "-fno-omit-frame-pointer"]
+# The CPU time the phases fixture spins in each phase of the window test.
+PHASE_CPU_NS = 600_000_000
+
+
+def expected_samples(cpu: int, frequency_hz: int) -> float:
+    """perf's cpu-clock event at -F N samples a task every 1/N s of its own CPU time."""
+    return cpu / 1e9 * frequency_hz
+
+
 STACKS = """\
 client-10;main;work;std::sync::Mutex::lock_contended;syscall;do_futex_[k] 30
 client-10;main;work;compute 50
@@ -132,12 +142,17 @@ def test_oncpu_samples_the_window_only(phases: Path, tmp_path: Path) -> None:
         probe.start([target.pid])
         probe.wait_attached(time.monotonic() + ATTACH_TIMEOUT_S, None)
         assert probe.unavailable is None
-        time.sleep(1.0)  # spinning in before_window(), not sampled
+        # Spinning in before_window(), not sampled: for a given CPU time, however long a
+        # loaded machine takes to give it.
+        wait_for_cpu(target.pid, cpu_ns(target.pid), PHASE_CPU_NS // 2)
         target.stdin.write("go\n")
         target.stdin.flush()
-        probe.window_start()
-        time.sleep(1.5)
-        probe.window_end()
+        outer_start = cpu_ns(target.pid)
+        probe.window_start()  # returns once perf has acknowledged `enable`
+        inner_start = cpu_ns(target.pid)
+        inner_end = wait_for_cpu(target.pid, inner_start, PHASE_CPU_NS)
+        probe.window_end()  # returns once perf has acknowledged `disable`
+        outer_end = cpu_ns(target.pid)
         result = probe.finish()
     finally:
         target.kill()
@@ -150,8 +165,18 @@ def test_oncpu_samples_the_window_only(phases: Path, tmp_path: Path) -> None:
         for frame in ("before_window", "inside_window"):
             if frame in stack.split(";"):
                 phase_weight[frame] += weight
-    # ~99 samples a second for 1.5 s; a sample or two may straddle the switch.
-    assert phase_weight["inside_window"] >= 60, stacks
+    # One sample per 1/99 s of the fixture's CPU time while perf was enabled: at least the
+    # CPU time between the acknowledgements, at most that around them (bar the sampling
+    # clock's phase at each edge); a sample or two may straddle the switch of phases.
+    hz = result.data["frequency_hz"]
+    assert hz == ProfileSettings().frequency_hz
+    at_least = expected_samples(inner_end - inner_start, hz)
+    at_most = expected_samples(outer_end - outer_start, hz)
+    assert 0.9 * at_least - 2 <= phase_weight["inside_window"] <= at_most + 2, (
+        phase_weight,
+        at_least,
+        at_most,
+    )
     assert phase_weight["before_window"] <= 3, stacks
     assert result.data["samples"] == folded.total(stacks)
     assert all(stack.startswith(f"phases-{target.pid};") for stack in stacks)
@@ -267,13 +292,22 @@ def test_harness_probe_prints_the_folded_stacks(phases: Path, harness_env: dict[
         target.stdin.write("go\n")
         target.stdin.flush()
         args = ["probe", "--pid", str(target.pid), "--probes", "oncpu", "--duration-s", "1"]
-        done = run_harness([*args, "--json"], harness_env)
+        with CpuTrace(target.pid) as trace:
+            done = run_harness([*args, "--json"], harness_env)
     finally:
         target.kill()
         target.wait()
     assert done.returncode == 0, done.stderr
     oncpu = json.loads(done.stdout)["probes"]["oncpu"]
     stacks = folded.parse("\n".join(oncpu["folded"]))
-    assert folded.total(stacks) == oncpu["samples"] > 50
+    # The fixture spun all along, getting what CPU a loaded machine gave it. perf was enabled
+    # for a window of at least the 1 s asked for, somewhere inside the command: one sample per
+    # 1/99 s of the fixture's CPU time in it, which is at least the least CPU time it had in
+    # any second of the command and at most its CPU time over the whole command.
+    hz = oncpu["frequency_hz"]
+    at_least = expected_samples(trace.least_within(1.0), hz)
+    at_most = expected_samples(trace.total_ns(), hz)
+    assert folded.total(stacks) == oncpu["samples"] > 0
+    assert 0.9 * at_least - 2 <= oncpu["samples"] <= at_most + 2, (oncpu["samples"], trace.points)
     assert oncpu["top_self"][0]["frame"] == "inside_window"
     assert oncpu["mutex_share"] == 0.0
