@@ -177,17 +177,23 @@ def test_a_hung_repeat_is_killed_at_its_deadline_with_its_children(
 
 def test_run_json_is_replaced_atomically_while_running(harness_env: dict[str, str]) -> None:
     seen: list[str] = []
+    # What went wrong in the watcher thread: an exception there would only be a warning.
+    torn: list[BaseException] = []
     stop = threading.Event()
 
     def watch() -> None:
-        while not stop.is_set():
-            for path in runs_dir(harness_env).glob("*/run.json"):
-                try:
-                    text = path.read_text()
-                except FileNotFoundError:
-                    continue
-                doc = json.loads(text)  # raises on a half-written file
-                seen.append(f"{doc['status']}:{sum(len(c['repeats']) for c in doc['cells'])}")
+        try:
+            while not stop.is_set():
+                for path in runs_dir(harness_env).glob("*/run.json"):
+                    try:
+                        text = path.read_text()
+                    except FileNotFoundError:
+                        continue
+                    doc = json.loads(text)  # raises on a half-written file
+                    repeats = sum(len(c["repeats"]) for c in doc["cells"])
+                    seen.append(f"{doc['status']}:{repeats}")
+        except BaseException as err:
+            torn.append(err)
 
     watcher = threading.Thread(target=watch)
     watcher.start()
@@ -197,6 +203,7 @@ def test_run_json_is_replaced_atomically_while_running(harness_env: dict[str, st
     finally:
         stop.set()
         watcher.join()
+    assert torn == [], f"the watcher read a torn run.json: {torn!r}"
     assert done.returncode == 0, done.stderr
     assert "running:0" in seen and any(s.startswith("running:") and s != "running:0" for s in seen)
     (run_dir,) = runs_dir(harness_env).iterdir()
