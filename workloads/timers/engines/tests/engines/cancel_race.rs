@@ -1,5 +1,7 @@
 //! Cancels sweep across the moment timeouts expire: each timeout ends exactly one way,
-//! either cancelled (and never fired) or fired once (and its cancel failed).
+//! either cancelled (and never fired) or fired once (and its cancel failed). Whatever the
+//! machine's load, both ways occur and the clear cases go the one way they must: a cancel
+//! that returned before the deadline won, a cancel made after the callback ran lost.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -12,14 +14,27 @@ const ROUNDS: usize = 4;
 const PER_ROUND: usize = 2_000;
 const IDS: usize = ROUNDS * PER_ROUND;
 const CANCELLERS: usize = 2;
+/// Per round, timeouts cancelled as soon as all are armed, well before the deadline...
+const EARLY: usize = 16;
+/// ...and timeouts cancelled only once their callback has run.
+const LATE: usize = 16;
 const LEAD: Duration = Duration::from_millis(20);
 /// The cancels of a round start this long before the common deadline...
 const SWEEP_BEFORE: Duration = Duration::from_millis(1);
 /// ...and end this long after it, past the wheel's next 1 ms tick.
 const SWEEP_AFTER: Duration = Duration::from_millis(2);
 
+/// One cancel: the timeout's id, whether the cancel won, whether it returned before the
+/// deadline.
+type Cancel = (usize, bool, bool);
+
+fn cancel(deadline: Instant, id: usize, handle: &TimerHandle) -> Cancel {
+    let won = handle.cancel();
+    (id, won, Instant::now() < deadline)
+}
+
 /// Cancels `handles` one by one at evenly spaced instants across the sweep.
-fn sweep(deadline: Instant, handles: &[(usize, TimerHandle)]) -> Vec<(usize, bool)> {
+fn sweep(deadline: Instant, handles: &[(usize, TimerHandle)]) -> Vec<Cancel> {
     let first = deadline - SWEEP_BEFORE;
     let span = SWEEP_BEFORE + SWEEP_AFTER;
     handles
@@ -30,7 +45,7 @@ fn sweep(deadline: Instant, handles: &[(usize, TimerHandle)]) -> Vec<(usize, boo
             while Instant::now() < at {
                 thread::yield_now();
             }
-            (*id, handle.cancel())
+            cancel(deadline, *id, handle)
         })
         .collect()
 }
@@ -38,15 +53,22 @@ fn sweep(deadline: Instant, handles: &[(usize, TimerHandle)]) -> Vec<(usize, boo
 fn race(engine: impl Engine, recorder: &Recorder) {
     let mut cancelled = vec![false; IDS];
     let mut last_deadline = Instant::now();
+    let mut before_deadline = 0;
     for round in 0..ROUNDS {
         let deadline = Instant::now() + LEAD;
         last_deadline = deadline;
         let handles: Vec<_> = (round * PER_ROUND..(round + 1) * PER_ROUND)
             .map(|id| (id, engine.arm_probe(id, deadline)))
             .collect();
-        let results: Vec<Vec<(usize, bool)>> = thread::scope(|scope| {
-            let cancellers: Vec<_> = handles
-                .chunks(PER_ROUND / CANCELLERS)
+        let (early, rest) = handles.split_at(EARLY);
+        let (late, swept) = rest.split_at(LATE);
+        let mut results: Vec<Cancel> = early
+            .iter()
+            .map(|(id, handle)| cancel(deadline, *id, handle))
+            .collect();
+        let swept: Vec<Vec<Cancel>> = thread::scope(|scope| {
+            let cancellers: Vec<_> = swept
+                .chunks(swept.len().div_ceil(CANCELLERS))
                 .map(|chunk| scope.spawn(move || sweep(deadline, chunk)))
                 .collect();
             cancellers
@@ -54,14 +76,46 @@ fn race(engine: impl Engine, recorder: &Recorder) {
                 .map(|canceller| canceller.join().unwrap())
                 .collect()
         });
-        for (id, won) in results.into_iter().flatten() {
+        results.extend(swept.into_iter().flatten());
+        for (id, handle) in late {
+            assert!(
+                wait_until(Duration::from_secs(10), || recorder.fires(*id) == 1),
+                "timeout {id} did not fire"
+            );
+            results.push(cancel(deadline, *id, handle));
+        }
+        for (id, won, before) in results {
             cancelled[id] = won;
+            if before {
+                // No engine runs a callback before its deadline (checked below).
+                assert!(
+                    won,
+                    "the cancel of timeout {id} returned before its deadline but lost"
+                );
+                before_deadline += 1;
+            }
+        }
+        for (id, _) in late {
+            assert!(
+                !cancelled[*id],
+                "timeout {id} was cancelled after its callback ran"
+            );
         }
     }
 
     let cancels = cancelled.iter().filter(|&&won| won).count();
     let expected = (IDS - cancels) as u64;
-    eprintln!("cancel won {cancels} of {IDS} races");
+    eprintln!(
+        "cancel won {cancels} of {IDS} races; {before_deadline} cancels returned before the \
+         deadline (all won), {} came after the callback (all lost)",
+        ROUNDS * LATE
+    );
+    // Both outcomes occurred: the early cancels return long before a deadline LEAD away.
+    assert!(
+        before_deadline > 0 && cancels > 0,
+        "no cancel returned before its deadline"
+    );
+    assert!(cancels < IDS, "every cancel won");
     assert!(
         wait_until(Duration::from_secs(5), || recorder.total() >= expected),
         "only {} of {expected} timeouts fired",
