@@ -239,6 +239,7 @@ impl Report {
         out.insert("errors".into(), json!(s.errors));
         out.insert("late_responses".into(), json!(self.late_responses));
         out.insert("server_slow".into(), json!(self.server_slow));
+        out.insert("server_requests".into(), json!(self.server_requests));
         out.insert("handlers_left".into(), json!(self.handlers_left));
         out.insert("unresolved".into(), json!(s.unresolved + self.lost_tasks));
         out.insert("timer".into(), Json::Object(timer));

@@ -73,6 +73,13 @@ fn a_legacy_run_prints_a_sound_result() {
             "server_threads=1",
             "--param",
             "concurrency=32",
+            // The scenario's 100 ms timeout against 300 ms answers, widened: a normal answer
+            // has 300 ms to beat the timeout, a slow one comes 900 ms after it, so on a
+            // loaded machine exactly the slow requests still time out.
+            "--param",
+            "timeout_ms=300",
+            "--param",
+            "slow_delay_ms=1200",
         ])
         .output()
         .unwrap();
@@ -95,6 +102,9 @@ fn a_legacy_run_prints_a_sound_result() {
     assert_eq!(r["strategy"], "tokio-timeout-legacy");
     let n = |k: &str| r[k].as_u64().unwrap();
     assert_eq!(n("issued"), n("ok") + n("timeouts") + n("errors"));
+    assert_eq!(n("server_requests"), n("issued"), "{r}");
     assert_eq!((n("unresolved"), n("handlers_left")), (0, 0));
+    assert_eq!(r["params"]["timeout_ms"], 300);
+    assert!(n("server_slow") > 0);
     assert_eq!(n("timeouts"), n("server_slow"));
 }
