@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARNESS, require, run_harness
+from conftest import HARNESS, run_harness
+from requirements import need
 from test_gc_probe import GoTarget, gc_tool, gcprog  # noqa: F401 (fixtures)
 
 from harness.probes.availability import (
@@ -29,6 +30,8 @@ from harness.probes.availability import (
     perf_problem,
     privilege_problem,
 )
+
+pytestmark = pytest.mark.bpf
 
 FREQUENCY_HZ = 99  # the oncpu default
 # perf's sampling clock may run a little ahead of the task clock it is compared with.
@@ -106,7 +109,7 @@ def test_gc_and_oncpu_sections_of_a_go_program(
     gc_tool: Path,  # noqa: F811 (builds the collectors)
     go_target: GoTarget,
 ) -> None:
-    require(privilege_problem() or btf_problem() or collector_problem("gc") or perf_problem())
+    need(privilege_problem() or btf_problem() or collector_problem("gc") or perf_problem())
     pid = go_target.pid
     cpu_before = cpu_seconds(pid)
     phases = Phases(go_target)
@@ -135,7 +138,7 @@ def test_gc_and_oncpu_sections_of_a_go_program(
 def test_oncpu_json_and_bpftrace_section_of_a_cpu_burner(
     harness_env: dict[str, str], burner: int
 ) -> None:
-    require(privilege_problem() or perf_problem() or bpftrace_problem())
+    need(privilege_problem() or perf_problem() or bpftrace_problem())
     cpu_before = cpu_seconds(burner)
     args = ["probe", "--pid", str(burner), "--probes", "oncpu", "--duration-s", "1", "--json"]
     done = run_harness(args, harness_env, timeout=120)
@@ -165,7 +168,7 @@ def test_gc_section_counts_what_the_runtime_counted(
 ) -> None:
     """One phase of the Go fixture inside the window (it starts GCs nowhere else): the
     section's cycles and GC pauses are the runtime's own counts."""
-    require(privilege_problem() or btf_problem() or collector_problem("gc"))
+    need(privilege_problem() or btf_problem() or collector_problem("gc"))
     duration_s = 8  # far longer than a phase; checked below
     args = ["probe", "--pid", str(go_target.pid), "--probes", "gc", "--duration-s", str(duration_s)]
     probe = subprocess.Popen(

@@ -14,6 +14,8 @@ from readme_example import write_example
 from harness.catalog import find_suites
 from harness.cli import main
 
+pytestmark = pytest.mark.e2e
+
 MORE_SUITES = FIXTURES / "more-suites"
 # What the design asks every run.json to hold (DESIGN.md "Results").
 RUN_KEYS = {

@@ -27,6 +27,8 @@ from harness.describe import PARAM_TYPES, Description, ParamSpec, parse_descript
 from harness.paths import REPO_ROOT, suites_path
 from harness.suites import Suite, load_suite
 
+pytestmark = pytest.mark.e2e
+
 KNOWN = find_suites(
     REPO_ROOT / "workloads", [FIXTURES, FIXTURES / "more-suites", *suites_path()]
 ).suites
