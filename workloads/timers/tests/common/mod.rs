@@ -3,10 +3,8 @@
 //! checks that every request resolved exactly once, that the counters agree with the log
 //! and the server, and that no timeout fired early or more than its granularity late.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use timers::client::Bench;
 use timers::completion::Outcome;
@@ -23,54 +21,9 @@ pub const SLACK: Duration = Duration::from_millis(250);
 /// worker, a wheel's or an executor's) and the one it hands the expiry to.
 const HOPS: u32 = 2;
 
-/// How late this machine wakes a sleeping thread right now: a thread that sleeps 1 ms at a
-/// time until dropped and keeps its worst oversleep. The strategies' timer threads wait the
-/// same way, so on a loaded machine their timeouts are late by about as much, whatever the
-/// strategy does. (The engines' tests have the same helper; the crates share no test code.)
-pub struct WakeupDelay {
-    stop: Arc<AtomicBool>,
-    worst_nanos: Arc<AtomicU64>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl WakeupDelay {
-    pub fn start() -> Self {
-        let step = Duration::from_millis(1);
-        let stop = Arc::new(AtomicBool::new(false));
-        let worst_nanos = Arc::new(AtomicU64::new(0));
-        let thread = {
-            let (stop, worst_nanos) = (Arc::clone(&stop), Arc::clone(&worst_nanos));
-            thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let due = Instant::now() + step;
-                    thread::sleep(step);
-                    let late = Instant::now().saturating_duration_since(due);
-                    let late = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
-                    worst_nanos.fetch_max(late, Ordering::Relaxed);
-                }
-            })
-        };
-        Self {
-            stop,
-            worst_nanos,
-            thread: Some(thread),
-        }
-    }
-
-    /// The worst oversleep seen so far.
-    pub fn worst(&self) -> Duration {
-        Duration::from_nanos(self.worst_nanos.load(Ordering::Relaxed))
-    }
-}
-
-impl Drop for WakeupDelay {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            thread.join().unwrap();
-        }
-    }
-}
+#[path = "../../engines/tests/engines/wakeup_delay.rs"]
+mod wakeup_delay;
+pub use wakeup_delay::WakeupDelay;
 
 /// Runs are timing-sensitive: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());

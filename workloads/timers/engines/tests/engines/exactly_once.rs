@@ -79,7 +79,7 @@ fn check<E: Engine>(
     granularity: Duration,
     settle: impl FnOnce(&E),
 ) {
-    let delay = WakeupDelay::start(Duration::from_millis(1));
+    let delay = WakeupDelay::start();
     let outcome = register_and_cancel_half(&engine);
     // Every deadline is at most MAX_DELAY after its registration, which is over now.
     let quiet = Instant::now() + MAX_DELAY + allowed_lateness(granularity, HOPS, &delay, SLACK);

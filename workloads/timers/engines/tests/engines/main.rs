@@ -1,6 +1,7 @@
 //! Behaviour tests of the engines through the public API.
 
 mod support;
+mod wakeup_delay;
 
 mod cancel_race;
 mod drop_pending;

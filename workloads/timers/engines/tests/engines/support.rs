@@ -2,11 +2,12 @@
 //! for the engines.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
+pub use crate::wakeup_delay::WakeupDelay;
 use timer_engines::{
     EventExecutorGroup, HashedWheelTimer, ScheduledExecutor, TimerHandle, WheelConfig,
 };
@@ -156,54 +157,6 @@ pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 /// Sleeps until `instant` (if it is in the future).
 pub fn sleep_until(instant: Instant) {
     thread::sleep(instant.saturating_duration_since(Instant::now()));
-}
-
-/// How late this machine wakes a sleeping thread right now: a thread that sleeps `step` at a
-/// time, from `start` until dropped, and keeps its worst oversleep. An engine's worker and
-/// pool threads wait the same way for their next tick or task, so on a loaded machine their
-/// callbacks are late by about as much, whatever the engine does.
-pub struct WakeupDelay {
-    stop: Arc<AtomicBool>,
-    worst_nanos: Arc<AtomicU64>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl WakeupDelay {
-    pub fn start(step: Duration) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let worst_nanos = Arc::new(AtomicU64::new(0));
-        let thread = {
-            let (stop, worst_nanos) = (Arc::clone(&stop), Arc::clone(&worst_nanos));
-            thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let due = Instant::now() + step;
-                    thread::sleep(step);
-                    let late = Instant::now().saturating_duration_since(due);
-                    let late = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
-                    worst_nanos.fetch_max(late, Ordering::Relaxed);
-                }
-            })
-        };
-        Self {
-            stop,
-            worst_nanos,
-            thread: Some(thread),
-        }
-    }
-
-    /// The worst oversleep seen so far.
-    pub fn worst(&self) -> Duration {
-        Duration::from_nanos(self.worst_nanos.load(Ordering::Relaxed))
-    }
-}
-
-impl Drop for WakeupDelay {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            thread.join().unwrap();
-        }
-    }
 }
 
 /// The most a callback may run after its deadline: the engine's `granularity` (a wheel's

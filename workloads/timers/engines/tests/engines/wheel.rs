@@ -26,7 +26,7 @@ fn timeouts_longer_than_a_turn_wait_out_their_rounds() {
     for wheel_size in [8, 5] {
         let delays_ms = [20, 37, 100, 150];
         let recorder = Recorder::new(delays_ms.len());
-        let delay = WakeupDelay::start(Duration::from_millis(1));
+        let delay = WakeupDelay::start();
         let engine = wheel(small_wheel(wheel_size), &recorder);
         let handles: Vec<_> = delays_ms
             .iter()
