@@ -166,6 +166,7 @@ def test_probe_a_running_process(bpf_env: dict[str, str], gil_fight: int) -> Non
     (process,) = futex["processes"]
     assert process["pid"] == gil_fight and futex["totals"]["waits"] > 0
     mutex = doc["probes"]["bt:pthread_mutex_contention"]
+    assert "diff" in mutex, mutex  # otherwise unavailable or an error, with its reason
     assert mutex["diff"]["@lock_calls"] > 0
     assert any("gil" in caller for caller in mutex["diff"]["@blocked"]), mutex["diff"]
     # The window difference is smaller than the final count, which includes the attach time.
