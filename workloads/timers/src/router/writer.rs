@@ -1,5 +1,8 @@
 //! The router's writer: takes requests off the connection's queue, allocates their stream
 //! ids in the handler map and writes their frames, everything queued in one socket write.
+//! Once the queue is drained it yields before writing, as the scylla driver's writer does by
+//! default (its write coalescing): callers woken meanwhile queue their requests into the
+//! same write.
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
@@ -63,17 +66,17 @@ pub(super) async fn writer(
         if tasks.recv_many(&mut batch, BATCH_FRAMES).await == 0 {
             return Ok(());
         }
-        {
-            let mut map = map.lock();
-            for task in batch.drain(..) {
-                received += 1;
-                route(task, &mut map, encoder, resolver, &mut out);
+        received += take(&mut batch, tasks, map, encoder, resolver, &mut out);
+        // The driver's write coalescing: with the queue drained, yield so that the callers
+        // woken meanwhile queue their requests into the same write, until a yield brings
+        // none.
+        while out.len() < FLUSH_BYTES {
+            tokio::task::yield_now().await;
+            let taken = take(&mut batch, tasks, map, encoder, resolver, &mut out);
+            if taken == 0 {
+                break;
             }
-            while out.len() < FLUSH_BYTES {
-                let Ok(task) = tasks.try_recv() else { break };
-                received += 1;
-                route(task, &mut map, encoder, resolver, &mut out);
-            }
+            received += taken;
         }
         // After the guard has published the map that holds these requests.
         map.published().received(received);
@@ -82,6 +85,29 @@ pub(super) async fn writer(
         }
         out.clear();
     }
+}
+
+/// Routes `batch`, then whatever is queued, until `out` is full; returns how many requests
+/// it took.
+fn take(
+    batch: &mut Vec<Task>,
+    tasks: &mut mpsc::UnboundedReceiver<Task>,
+    map: &RouterMap,
+    encoder: &Encoder,
+    resolver: &Resolver,
+    out: &mut Vec<u8>,
+) -> u64 {
+    let mut map = map.lock();
+    let mut taken = batch.len() as u64;
+    for task in batch.drain(..) {
+        route(task, &mut map, encoder, resolver, out);
+    }
+    while out.len() < FLUSH_BYTES {
+        let Ok(task) = tasks.try_recv() else { break };
+        taken += 1;
+        route(task, &mut map, encoder, resolver, out);
+    }
+    taken
 }
 
 /// Allocates `task`'s stream and encodes its frame; fails it if no stream id is free.
