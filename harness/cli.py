@@ -22,7 +22,6 @@ from harness.errors import BadInput, HarnessError
 from harness.hostinfo import collect_host, git_info
 from harness.listing import print_suites, suite_entry
 from harness.paths import REPO_ROOT, lock_path, results_root, suites_path, workloads_root
-from harness.plan import ORDERS, Plan, build_plan, plan_matrix
 from harness.probes import live, report
 from harness.probes.probe import ProbeSpec
 from harness.probes.registry import names as probe_names
@@ -32,9 +31,11 @@ from harness.profiles.patterns import DEFAULT_MUTEX_PATTERNS, parse_patterns
 from harness.profiles.settings import CALLGRAPHS, DEFAULT_FREQUENCY_HZ, ProfileSettings
 from harness.report import write_all
 from harness.results import RunRecord, check_out_dir, dumps
+from harness.run.plan import ORDERS, Plan, build_plan, plan_matrix
+from harness.run.runner import execute
+from harness.run.stop import stop_on_signals
 from harness.rundoc import jsonfile
 from harness.runlock import RunLock
-from harness.runner import execute, stop_on_signals
 from harness.suites import Suite
 
 DEFAULT_DEADLINE_SLACK_S = 120.0

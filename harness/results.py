@@ -32,7 +32,7 @@ from harness.rundoc.model import (
 )
 
 if TYPE_CHECKING:  # the plan imports the probe kinds, whose drivers write files with this
-    from harness.plan import Plan
+    from harness.run.plan import Plan
 
 
 def utc_now() -> str:

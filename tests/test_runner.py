@@ -17,9 +17,10 @@ import pytest
 from conftest import HARNESS, only_run, process_gone, run_harness, runs_dir, sleepy_log
 from rich.console import Console
 
-from harness.progress import LineProgress, RichProgress, Step, make_progress
 from harness.results import make_run_dir, write_json_atomic
-from harness.workload import Outcome, StopFlag, run_repeat
+from harness.run.progress import LineProgress, RichProgress, Step, make_progress
+from harness.run.repeat import Outcome, run_repeat
+from harness.run.stop import StopFlag
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from conftest import FIXTURES
 
 from harness.describe import ParamSpec, parse_description, render
 from harness.errors import BadInput
-from harness.plan import build_plan, plan_matrix
+from harness.run.plan import build_plan, plan_matrix
 from harness.suites import Scale, discover, load_suite, select
 
 pytestmark = pytest.mark.unit

@@ -18,7 +18,7 @@ from harness.probes.availability import bpftrace_problem, tracefs_mounted
 from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
 from harness.results import write_json_atomic
-from harness.workload import StopFlag
+from harness.run.stop import StopFlag
 
 # bpftrace warns about this on every start under kernels that account BPF memory to cgroups
 # (>= 5.11), where the limit no longer matters.

@@ -15,7 +15,7 @@ from pathlib import Path
 from harness.probes.availability import collector_binary, collector_problem
 from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
-from harness.workload import StopFlag
+from harness.run.stop import StopFlag
 
 UNAVAILABLE_PREFIX = "unavailable:"
 

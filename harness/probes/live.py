@@ -13,7 +13,7 @@ from harness.errors import BadInput
 from harness.probes import registry
 from harness.probes.probe import ProbeResult, ProbeSpec
 from harness.probes.session import ProbeSession
-from harness.workload import StopFlag
+from harness.run.stop import StopFlag
 
 POLL_S = 0.05
 

@@ -29,7 +29,7 @@ from harness.probes.process import ProbeProcess
 from harness.profiles import folded, inferno
 from harness.profiles.settings import ProfileSettings
 from harness.results import write_atomic, write_json_atomic
-from harness.workload import StopFlag
+from harness.run.stop import StopFlag
 
 ACK_TIMEOUT_S = 5.0
 # perf record ends with SIGINT's own status after writing perf.data in full.

@@ -15,7 +15,7 @@ from harness.probes import registry
 from harness.probes.kind import DriverOptions
 from harness.probes.probe import ATTACH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.profiles.settings import ProfileSettings
-from harness.workload import StopFlag
+from harness.run.stop import StopFlag
 
 
 def raw_path(folder: Path, repeat: int, spec: ProbeSpec) -> Path:

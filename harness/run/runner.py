@@ -1,19 +1,16 @@
-"""Runs a plan's repeats in order, records each in run.json, and stops cleanly on a signal."""
+"""Runs a plan's repeats in order and records each in run.json; a raised stop flag ends the run
+after saving what completed."""
 
 from __future__ import annotations
 
 import shutil
-import signal
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from rich.console import Console
 
 from harness.describe import plain_number
-from harness.plan import Plan
 from harness.plots import write_plots
 from harness.probes import overhead
 from harness.probes.metrics import op_count, per_op_metrics
@@ -22,28 +19,12 @@ from harness.probes.record import cell_folder, with_repeat
 from harness.probes.session import ProbeSession
 from harness.profiles.cells import build_profiles
 from harness.profiles.settings import ProfileSettings
-from harness.progress import STARTUP_ESTIMATE_S, Step, make_progress
 from harness.results import RunRecord
+from harness.run.plan import Plan
+from harness.run.progress import STARTUP_ESTIMATE_S, Step, make_progress
+from harness.run.repeat import Outcome, run_repeat
+from harness.run.stop import StopFlag
 from harness.rundoc.model import Failure
-from harness.workload import Outcome, StopFlag, run_repeat
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextmanager
-def stop_on_signals() -> Iterator[StopFlag]:
-    """SIGINT/SIGTERM only raise a flag: the loop then stops the workload and saves the run."""
-    flag = StopFlag()
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        flag.signum = signum
-
-    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
-    try:
-        yield flag
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def repeat_args(plan: Plan, cell_index: int) -> list[str]:

@@ -17,22 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from harness.run.stop import StopFlag
+
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL
 EXIT_GRACE_S = 1.0  # how long a pipe may stay open after the workload itself exited
 POLL_S = 0.1
 STDERR_TAIL_LINES = 20
 _PR_SET_CHILD_SUBREAPER = 36
-
-
-class StopFlag:
-    """Set by the SIGINT/SIGTERM handler; the running repeat polls it."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    @property
-    def requested(self) -> bool:
-        return self.signum is not None
 
 
 @dataclass

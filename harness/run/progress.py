@@ -19,7 +19,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from harness.workload import Outcome
+from harness.run.repeat import Outcome
 
 # Spawning, set-up and tear-down of a repeat on top of warm-up + duration, until measured.
 STARTUP_ESTIMATE_S = 0.5
