@@ -82,3 +82,13 @@ def choose(
             (suite,) = select(catalog.suites, [argument])
         chosen.setdefault(suite.manifest.resolve(), suite)
     return list(chosen.values())
+
+
+NOT_BUILT = "not built: run `make deps`"
+
+
+def require_built(suite: Suite) -> Suite:
+    """The suite, if its binary exists; bad input otherwise (run and bench need it)."""
+    if not suite.built:
+        raise BadInput(f"suite '{suite.name}' is {NOT_BUILT} (missing {suite.binary})")
+    return suite

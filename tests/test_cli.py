@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, run_harness, runs_dir
 
-from harness import cli
 from harness.cli import main
+from harness.commands import consoles
 from harness.runlock import RunLock
 
 pytestmark = pytest.mark.unit
@@ -289,4 +289,4 @@ def test_tables_are_not_squeezed_into_80_columns_in_logs(
     assert done.returncode == 0, done.stderr
     assert max(len(line) for line in done.stdout.splitlines()) > 80
     monkeypatch.setenv("COLUMNS", "100")
-    assert cli._stdout().width == 100  # an explicit width is kept
+    assert consoles.stdout().width == 100  # an explicit width is kept

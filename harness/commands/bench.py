@@ -1,0 +1,84 @@
+"""`harness bench`: every suite's [bench] matrix (what `make bench` calls)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from harness.catalog import choose, require_built
+from harness.commands import consoles
+from harness.commands.parsing import EXIT_CODES, FORMATTER, Commands, help_text, names
+from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
+from harness.commands.runs import deadline_slack_s, run_plan, status_exit
+from harness.describe import describe
+from harness.errors import BadInput
+from harness.paths import lock_path, results_root, suites_path, workloads_root
+from harness.results import check_out_dir
+from harness.run.plan import plan_matrix
+from harness.runlock import RunLock
+
+
+def add_parser(commands: Commands) -> None:
+    p = commands.add_parser(
+        "bench",
+        help="run every suite's [bench] matrix (what `make bench` calls)",
+        formatter_class=FORMATTER,
+        description=help_text("""
+            For each suite, one run of the matrix in its suite.toml [bench] table (scaled to
+            this machine's logical CPUs by [bench.scale]); with --quick, [quick] overrides it.
+            Prints each suite's table and, at the end, every run directory.
+            """),
+        epilog=help_text("""
+            examples:
+              harness bench
+              harness bench --suites timers --quick
+              harness bench --suites timers,~/suites/sumbench
+            """)
+        + "\n"
+        + EXIT_CODES,
+    )
+    p.add_argument(
+        "--suites",
+        type=names,
+        metavar="A,B",
+        help="comma-separated suites, by name or folder path (default: all)",
+    )
+    p.add_argument("--quick", action="store_true", help="short runs: [quick] overrides [bench]")
+    add_probe_options(p)
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    roots = [workloads_root(), *suites_path()]
+    suites = [require_built(s) for s in choose(args.suites, roots[0], roots[1:])]
+    probes = probe_specs(args)
+    if not suites:
+        where = ", ".join(str(root) for root in roots)
+        raise BadInput(f"no suites under {where} (a suite is a folder with a suite.toml)")
+    out_dir = results_root() / "runs"
+    slack_s = deadline_slack_s()
+    cpus = os.cpu_count() or 1
+    exit_code = 0
+    run_dirs: list[Path] = []
+    with RunLock(lock_path(), " ".join(args.command_line)):
+        plans = []
+        for suite in suites:
+            matrix = suite.quick if args.quick else suite.bench
+            try:
+                plan = plan_matrix(suite, describe(suite), matrix, cpus, probes)
+                plans.append(replace(plan, profile=profile_settings(args)))
+            except BadInput as err:
+                raise BadInput(f"suite '{suite.name}': {err}") from err
+        check_out_dir(out_dir)
+        for plan in plans:
+            record, status = run_plan(plan, out_dir, args.command_line, slack_s, consoles.stdout())
+            run_dirs.append(record.run_dir)
+            exit_code = max(exit_code, status_exit(record, status))
+            if status == "interrupted":
+                break
+    print("run directories:")
+    for run_dir in run_dirs:
+        print(f"  {run_dir}")
+    return exit_code

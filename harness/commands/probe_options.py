@@ -1,0 +1,67 @@
+"""The probe and profile options of `run` and `bench`, and the settings they make."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from harness.commands.parsing import positive_int
+from harness.errors import BadInput
+from harness.probes.probe import ProbeSpec
+from harness.probes.registry import names as probe_names
+from harness.probes.spec import VALID as VALID_PROBES
+from harness.probes.spec import parse_probes
+from harness.profiles.patterns import DEFAULT_MUTEX_PATTERNS, parse_patterns
+from harness.profiles.settings import CALLGRAPHS, DEFAULT_FREQUENCY_HZ, ProfileSettings
+
+PROBES_HELP = (
+    f"comma-separated probes: {VALID_PROBES} (default: $HARNESS_PROBES, else all = "
+    f"{','.join(probe_names())}; a probe that cannot run here is recorded as unavailable, "
+    "with the reason)"
+)
+
+
+def add_probe_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--probes", metavar="LIST", help=PROBES_HELP)
+    parser.add_argument(
+        "--perf-frequency",
+        type=positive_int,
+        default=DEFAULT_FREQUENCY_HZ,
+        metavar="HZ",
+        help=f"oncpu: samples a second per CPU (default: {DEFAULT_FREQUENCY_HZ})",
+    )
+    parser.add_argument(
+        "--callgraph",
+        choices=CALLGRAPHS,
+        default="fp",
+        help="oncpu: stacks by frame pointers (default) or DWARF unwinding (sees through "
+        "code built without frame pointers, such as glibc; costs more)",
+    )
+    parser.add_argument(
+        "--mutex-patterns",
+        type=_mutex_patterns,
+        metavar="LIST",
+        help="frame substrings that make a sample lock-related for mutex_share "
+        "(case-insensitive; `+a,b` adds to the defaults: "
+        f"{','.join(DEFAULT_MUTEX_PATTERNS)})",
+    )
+
+
+def _mutex_patterns(text: str) -> tuple[str, ...]:
+    try:
+        return parse_patterns(text)
+    except BadInput as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def profile_settings(args: argparse.Namespace) -> ProfileSettings:
+    return ProfileSettings(
+        frequency_hz=args.perf_frequency,
+        callgraph=args.callgraph,
+        mutex_patterns=args.mutex_patterns or DEFAULT_MUTEX_PATTERNS,
+    )
+
+
+def probe_specs(args: argparse.Namespace) -> tuple[ProbeSpec, ...]:
+    """--probes, else $HARNESS_PROBES, else all."""
+    return parse_probes(args.probes or os.environ.get("HARNESS_PROBES") or "all")

@@ -1,0 +1,180 @@
+"""`harness run SUITE`: one suite's cells, repeated, into a new run directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.catalog import choose, require_built
+from harness.commands import consoles
+from harness.commands.parsing import (
+    EXIT_CODES,
+    FORMATTER,
+    Commands,
+    help_text,
+    names,
+    non_negative_float,
+    positive_float,
+    positive_int,
+)
+from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
+from harness.commands.runs import deadline_slack_s, run_plan, status_exit
+from harness.describe import describe
+from harness.errors import BadInput
+from harness.paths import lock_path, results_root, suites_path, workloads_root
+from harness.results import check_out_dir
+from harness.run.plan import ORDERS, build_plan
+from harness.rundoc import jsonfile
+from harness.runlock import RunLock
+
+
+def add_parser(commands: Commands) -> None:
+    p = commands.add_parser(
+        "run",
+        help="run one suite's strategies and write a run directory",
+        formatter_class=FORMATTER,
+        description=help_text("""
+            Run every cell (strategies x swept parameters) of one suite REPEAT times, write
+            <out>/<run_id>/run.json after every repeat, and print the summary table: medians
+            with 95% intervals, and ratios to the suite's baseline strategy.
+            """),
+        epilog=help_text("""
+            examples:
+              harness run timers
+              harness run ./mysuite                 # the suite in folder ./mysuite
+              harness run timers --strategies none,tokio-timeout --param concurrency=64
+              harness run timers --param concurrency=256 --param concurrency=4096  # a sweep
+              harness run timers --scenario slow-tail --duration-s 1 --warmup-s 0.3 --repeat 3
+              harness run timers --probes sched,bt:bpf/syscalls_per_op.bt
+              harness run timers --probes none      # no eBPF at all
+              harness run timers --probe-overhead   # what the probes cost in ops/s
+              harness run timers --json > run.json
+            """)
+        + "\n"
+        + EXIT_CODES,
+    )
+    p.add_argument(
+        "suite",
+        metavar="SUITE",
+        help="the suite to run: a name (see `harness list`), or the path of a suite's folder "
+        "(an argument with a `/` or naming an existing folder), which may be anywhere",
+    )
+    p.add_argument(
+        "--strategies",
+        type=names,
+        metavar="A,B",
+        help="comma-separated strategies (default: all the suite's strategies)",
+    )
+    p.add_argument(
+        "--scenario",
+        type=names,
+        metavar="A,B",
+        help="scenario, or comma-separated scenarios, each a table of its own "
+        "(default: the scenarios of suite.toml [bench], else the suite's default)",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="S",
+        help="the strategy the others are compared with, in the ratios and the differential "
+        "flame graphs (default: the suite's baseline)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="set a parameter; repeat a key to sweep it (cells = strategies x swept values)",
+    )
+    p.add_argument(
+        "--duration-s",
+        type=positive_float,
+        default=10.0,
+        metavar="D",
+        help="measured seconds per repeat (default: 10)",
+    )
+    p.add_argument(
+        "--warmup-s",
+        type=non_negative_float,
+        default=2.0,
+        metavar="W",
+        help="warm-up seconds before each measured window (default: 2)",
+    )
+    p.add_argument(
+        "--repeat",
+        type=positive_int,
+        default=5,
+        metavar="N",
+        help="repeats of every cell (default: 5)",
+    )
+    add_probe_options(p)
+    p.add_argument(
+        "--probe-overhead",
+        action="store_true",
+        help="also run each cell without probes and with each probe alone, and report "
+        "ops/s with / without per probe (probe_overhead in run.json)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="directory to create the run directory in (default: $HARNESS_RESULTS/runs)",
+    )
+    p.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="interleaved",
+        help="interleaved (default): every cell once per round, against drift; "
+        "sequential: all repeats of a cell, then the next",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print run.json on stdout (the table goes to stderr)",
+    )
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    suite = require_built(choose([args.suite], workloads_root(), suites_path())[0])
+    probes = probe_specs(args)
+    if args.probe_overhead and not probes:
+        raise BadInput("--probe-overhead needs probes to measure, and --probes is none")
+    sweep = _sweep(args.param)
+    out_dir: Path = args.out or results_root() / "runs"
+    slack_s = deadline_slack_s()
+    with RunLock(lock_path(), " ".join(args.command_line)):
+        plan = build_plan(
+            suite,
+            describe(suite),
+            strategies=args.strategies,
+            scenarios=args.scenario or suite.bench.scenarios,
+            sweep=sweep,
+            duration_s=args.duration_s,
+            warmup_s=args.warmup_s,
+            repeats=args.repeat,
+            order=args.order,
+            probes=probes,
+            probe_overhead=args.probe_overhead,
+            baseline=args.baseline,
+            profile=profile_settings(args),
+        )
+        check_out_dir(out_dir)
+        table_console = consoles.stderr() if args.json else consoles.stdout()
+        record, status = run_plan(plan, out_dir, args.command_line, slack_s, table_console)
+    if args.json:
+        print(jsonfile.dumps(record.run))
+    where = sys.stderr if args.json else sys.stdout
+    print(f"run directory: {record.run_dir}", file=where, flush=True)
+    return status_exit(record, status)
+
+
+def _sweep(pairs: Sequence[str]) -> dict[str, list[object]]:
+    sweep: dict[str, list[object]] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"--param {pair!r}: expected KEY=VALUE, e.g. --param concurrency=64")
+        sweep.setdefault(key.strip(), []).append(value)
+    return sweep

@@ -1,0 +1,73 @@
+"""What `run` and `bench` share: running a plan into a new run directory under the signal
+handlers, printing its table and reports, and the exit code of its status."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from harness import tables
+from harness.commands import consoles
+from harness.commands.parsing import EXIT_INTERRUPTED
+from harness.errors import BadInput
+from harness.hostinfo import collect_host, git_info
+from harness.paths import REPO_ROOT
+from harness.report import write_all
+from harness.results import RunRecord
+from harness.run.plan import Plan
+from harness.run.runner import execute
+from harness.run.stop import stop_on_signals
+from harness.rundoc import jsonfile
+
+DEFAULT_DEADLINE_SLACK_S = 120.0
+
+
+def deadline_slack_s() -> float:
+    text = os.environ.get("HARNESS_DEADLINE_SLACK_S")
+    if not text:
+        return DEFAULT_DEADLINE_SLACK_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise BadInput(f"HARNESS_DEADLINE_SLACK_S must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+def run_plan(
+    plan: Plan, out_dir: Path, command: Sequence[str], slack_s: float, table_console: Console
+) -> tuple[RunRecord, str]:
+    with stop_on_signals() as stop:
+        record = RunRecord.create(
+            out_dir, plan, git=git_info(REPO_ROOT), host=collect_host(), command=command
+        )
+        status = execute(plan, record, consoles.stderr(), stop, slack_s)
+        reports = write_all(record.run_dir)
+    tables.print_run(jsonfile.as_json(record.run), table_console)
+    for path in reports:
+        print(f"{path.name}: {path}", file=sys.stderr if table_console.stderr else sys.stdout)
+    return record, status
+
+
+def status_exit(record: RunRecord, status: str) -> int:
+    successes, failures = record.counts()
+    if status == "interrupted":
+        print(
+            f"harness: interrupted; {record.path} keeps the {successes} completed repeats",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    if failures:
+        print(
+            f"harness: {failures} of {successes + failures} repeats failed in suite "
+            f"'{record.run.suite}' (status {status}); exit codes and stderr are in "
+            f"{record.path} under cells[].failures",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
