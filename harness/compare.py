@@ -12,21 +12,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.numbers import DASH, human_p, is_time_metric
+from harness.format.cells import param_text
+from harness.format.notes import notes
+from harness.format.numbers import DASH, human_p, is_time_metric
 from harness.probes import registry
 from harness.profiles.run_diff import diff_runs
 from harness.rundoc import jsonfile
 from harness.stats import compare_samples, metric_values, params_key, summarize_values
-from harness.tables import (
-    VERDICT_STYLES,
-    Layout,
-    figure,
-    fitting_table,
-    new_table,
-    notes,
-    param_text,
-    ratio_figure,
-)
+from harness.tables import VERDICT_STYLES, Layout, figure, fitting_table, new_table, ratio_figure
 
 CellKey = tuple[str, str, str, str]
 RESULT_FIELDS = ("ratio", "ci95_low", "ci95_high", "p_value", "significant", "verdict", "reason")
@@ -222,7 +215,7 @@ def render(
                 + (f" · {params}" if params else "")
             )
     for line in notes(matched, strategy_key="strategy"):
-        console.print(line)
+        console.print(Text(line, style="yellow"))
     console.print(
         Text(
             "A, B: median of the repeats [95% interval of the median]; B/A: ratio of medians "

@@ -1,4 +1,5 @@
-"""Summary tables of a run: one rich table per scenario, every figure with its interval."""
+"""The terminal's summary tables of a run: one rich table per scenario, every figure with its
+interval, laid out to fit the console's width (`harness compare` lays out its table alike)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.numbers import (
+from harness.format.cells import cell_summary, param_text, varying_params
+from harness.format.metrics import (
+    PERCENT_METRICS,
+    TRAILING_METRICS,
+    headline_metrics,
+    metric_columns,
+    ratio_metric,
+    table_labels,
+)
+from harness.format.notes import STATUS_NOTES, notes, probe_notes
+from harness.format.numbers import (
     DASH,
     TIMES,
     human,
@@ -21,38 +32,11 @@ from harness.numbers import (
     join_range,
     percent,
 )
-from harness.probes import registry
-from harness.stats import CONFIDENCE, compare_cells, params_key, summarize_cell
+from harness.stats import CONFIDENCE, compare_cells, params_key
 
-# The headline columns, as in the scylla PR's summary, in this order when present; every other
-# metric is in run.json and in `harness compare`.
-LEADING_METRICS = ("ops_per_sec", "latency_ns.p50", "latency_ns.p99")
-TRAILING_METRICS = ("timeouts", "errors")
-# Per-op figures from the probes (their kinds' metrics), between the two when present.
-PROBE_METRICS = tuple(registry.columns())
-PERCENT_METRICS = frozenset(m.name for m in registry.metrics() if m.unit == "share")  # as %
-LABELS = {
-    "ops_per_sec": "ops/s",
-    "latency_ns.p50": "p50",
-    "latency_ns.p99": "p99",
-    "latency_ns.p999": "p99.9",
-    **registry.columns(),
-    "wait_ns.avg": "wait avg",
-    "wait_ns.std": "wait std",
-    "wait_ns.p50": "wait p50",
-    "wait_ns.p75": "wait p75",
-    "wait_ns.p99": "wait p99",
-    "wait_ns.max": "wait max",
-}
 Layout = Literal["wide", "narrow", "stacked"]
 LAYOUTS: tuple[Layout, ...] = ("wide", "narrow", "stacked")
 VERDICT_STYLES = {"better": "bold green", "worse": "bold red", "changed": "bold yellow"}
-STATUS_NOTES = {
-    "running": ("yellow", "the run has not finished (or stopped without updating run.json)"),
-    "partial": ("yellow", "some repeats failed; figures use the successful repeats only"),
-    "interrupted": ("yellow", "the run was stopped early; figures cover what finished"),
-    "failed": ("bold red", "no cell produced a result"),
-}
 
 
 def _with_interval(text: Text, low: str, high: str, layout: Layout) -> None:
@@ -119,51 +103,6 @@ def fitting_table(build: Callable[[Layout], Table], console: Console) -> Table:
     return table
 
 
-def cell_summary(cell: Mapping[str, Any]) -> Mapping[str, Any]:
-    return cell.get("summary") or summarize_cell(cell.get("repeats") or [])
-
-
-def headline_metrics(doc: Mapping[str, Any]) -> tuple[str, ...]:
-    """The metrics the workload's describe marks `"headline": true` (the pools suite's wait
-    times, as in its source's tables), else ops/s, p50 and p99."""
-    marked = [str(m["name"]) for m in doc.get("metrics") or [] if m.get("headline")]
-    return tuple(marked) or LEADING_METRICS
-
-
-def metric_columns(
-    summaries: Sequence[Mapping[str, Any]], leading: Sequence[str] = LEADING_METRICS
-) -> list[str]:
-    present = {name for summary in summaries for name in summary}
-    ordered = dict.fromkeys((*leading, *PROBE_METRICS, *TRAILING_METRICS))
-    return [name for name in ordered if name in present]
-
-
-def varying_params(cells: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Param names whose value is not the same in every cell (the ones worth a column)."""
-    names = dict.fromkeys(name for cell in cells for name in cell.get("params") or {})
-    return [
-        name
-        for name in names
-        if len({params_key({"v": (cell.get("params") or {}).get(name)}) for cell in cells}) > 1
-    ]
-
-
-def ratio_metric(doc: Mapping[str, Any], columns: Sequence[str]) -> str | None:
-    marked = [str(m["name"]) for m in doc.get("metrics") or [] if m.get("headline")]
-    if marked:
-        return marked[0]
-    declared = [str(m["name"]) for m in doc.get("metrics") or []]
-    if "ops_per_sec" in declared or (not declared and "ops_per_sec" in columns):
-        return "ops_per_sec"
-    return declared[0] if declared else None
-
-
-def param_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    return DASH if value is None else str(value)
-
-
 def new_table(title: str | None, layout: Layout) -> Table:
     """Wide: roomy columns. Narrow: tighter gaps and a blank line between two-line rows.
 
@@ -199,6 +138,7 @@ def scenario_table(
     cells: Sequence[Mapping[str, Any]],
     columns: Sequence[str],
     units: Mapping[str, str],
+    labels: Mapping[str, str],
     ratios: Mapping[tuple[Any, str], Mapping[str, Any]],
     baseline: str | None,
     layout: Layout,
@@ -212,7 +152,7 @@ def scenario_table(
     for name in params:
         table.add_column(name, justify="right", no_wrap=True, overflow="fold")
     for name in columns:
-        table.add_column(LABELS.get(name, name), justify="right", overflow="fold")
+        table.add_column(labels.get(name, name), justify="right", overflow="fold")
     if baseline is not None:
         table.add_column(f"vs {baseline}", justify="right", overflow="fold")
         if wide:
@@ -307,14 +247,16 @@ def _failure_lines(cells: Sequence[Mapping[str, Any]], params: Sequence[str]) ->
     return lines
 
 
-def _legend(summaries: Sequence[Mapping[str, Any]], metric: str | None) -> Text:
+def _legend(
+    summaries: Sequence[Mapping[str, Any]], metric: str | None, labels: Mapping[str, str]
+) -> Text:
     text = Text(
         "median of the repeats [95% interval of the median, from order statistics]",
         style="dim",
     )
     if metric is not None:
         text.append(
-            f"; vs: ratio of {LABELS.get(metric, metric)} medians to the baseline "
+            f"; vs: ratio of {labels.get(metric, metric)} medians to the baseline "
             "[95% bootstrap interval]; * Mann-Whitney U two-sided p < 0.05 "
             "(green better, red worse)",
             style="dim",
@@ -339,21 +281,6 @@ def _legend(summaries: Sequence[Mapping[str, Any]], metric: str | None) -> Text:
     return text
 
 
-def notes(entries: Sequence[Mapping[str, Any]], strategy_key: str = "candidate") -> list[Text]:
-    """Why a ratio or its significance is missing, once per reason, naming the cells."""
-    cells_by_reason: dict[str, dict[str, None]] = {}  # dicts as ordered sets
-    for e in entries:
-        if e.get("reason"):
-            params = " ".join(f"{k}={param_text(v)}" for k, v in (e.get("params") or {}).items())
-            label = " ".join(filter(None, [str(e.get(strategy_key)), params]))
-            cells_by_reason.setdefault(str(e["reason"]), {})[label] = None
-    notes = []
-    for reason, labels in cells_by_reason.items():
-        which = ", ".join(labels) if len(labels) <= 3 else f"{len(labels)} cells"
-        notes.append(Text(f"note ({which}): {reason}", style="yellow"))
-    return notes
-
-
 def _comparisons(doc: Mapping[str, Any], metric: str | None) -> list[Mapping[str, Any]]:
     """The run's comparisons; computed here only for a run.json written without them."""
     if "comparisons" in doc:
@@ -362,28 +289,6 @@ def _comparisons(doc: Mapping[str, Any], metric: str | None) -> list[Mapping[str
     if baseline and metric:
         return list(compare_cells(doc.get("cells") or [], baseline, [{"name": metric}]))
     return []
-
-
-def probe_notes(cells: Sequence[Mapping[str, Any]]) -> list[Text]:
-    """Probes that did not run or lost events, once per probe and reason, naming the cells."""
-    cells_by_note: dict[tuple[str, str], dict[str, None]] = {}
-    for cell in cells:
-        for name, probe in (cell.get("probes") or {}).items():
-            problems = [
-                ("unavailable", r["unavailable"]) if "unavailable" in r else ("failed", r["error"])
-                for r in probe.get("repeats") or []
-                if "unavailable" in r or "error" in r
-            ]
-            if probe.get("lost_events"):
-                problems.append(("lost events", f"{probe['lost_events']} over the repeats"))
-            for kind, reason in problems:
-                key = (f"probe {name} {kind}", str(reason))
-                cells_by_note.setdefault(key, {})[str(cell.get("id"))] = None
-    lines = []
-    for (what, reason), ids in cells_by_note.items():
-        which = ", ".join(ids) if len(ids) <= 3 else f"{len(ids)} cells"
-        lines.append(Text(f"{what} ({which}): {reason}", style="yellow"))
-    return lines
 
 
 def overhead_table(doc: Mapping[str, Any]) -> Table | None:
@@ -428,6 +333,7 @@ def print_run(doc: Mapping[str, Any], console: Console) -> None:
     summaries = [cell_summary(cell) for cell in cells]
     columns = metric_columns(summaries, headline_metrics(doc))
     units = {str(m["name"]): str(m.get("unit", "")) for m in doc.get("metrics") or []}
+    labels = table_labels(doc)
     baseline = (doc.get("config") or {}).get("baseline")
     metric = ratio_metric(doc, columns) if baseline else None
     comparisons = _comparisons(doc, metric)
@@ -444,16 +350,16 @@ def print_run(doc: Mapping[str, Any], console: Console) -> None:
         zero = [name for name in TRAILING_METRICS if name in columns and always_zero(group, name)]
         kept = [name for name in columns if name not in zero]
         against = baseline if metric and any(c.get("strategy") == baseline for c in group) else None
-        build = partial(scenario_table, scenario, group, kept, units, ratios, against)
+        build = partial(scenario_table, scenario, group, kept, units, labels, ratios, against)
         table = fitting_table(build, console)
         console.print(table)
         if zero:
             console.print(Text(f"{' and '.join(zero)}: 0 in every repeat", style="dim"))
         for line in _failure_lines(group, varying_params(group)):
             console.print(line)
-    for line in notes(shown) + probe_notes(cells):
-        console.print(line)
+    for note in notes(shown) + probe_notes(cells):
+        console.print(Text(note, style="yellow"))
     overhead = overhead_table(doc)
     if overhead is not None:
         console.print(overhead)
-    console.print(_legend(summaries, metric))
+    console.print(_legend(summaries, metric, labels))

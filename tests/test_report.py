@@ -17,10 +17,10 @@ import rundocs
 from reportdata import EVIL, MUTEX_FRAME, build_run, tiny_diff_svg, tiny_svg
 
 from harness.errors import BadInput
+from harness.format.numbers import DASH, TIMES, human_ratio, percent
 from harness.report import write_all, write_report, write_summary
 from harness.report.data import finding_text, findings, flame_gaps, flames, note_kind
 from harness.report.markdown import code, text
-from harness.tables import DASH, TIMES, human_ratio, percent
 
 pytestmark = pytest.mark.unit
 

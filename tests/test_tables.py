@@ -4,8 +4,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from harness.format.numbers import human, human_ratio, join_range
 from harness.stats import compare_cells, summarize_cell
-from harness.tables import human, human_ratio, join_range, print_run
+from harness.tables import print_run
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from harness.numbers import DASH, human
+from harness.format.numbers import DASH, human
 
 TOP = 10
 FRAMES_SHOWN = 4  # innermost frames of a folded stack

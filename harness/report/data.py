@@ -1,6 +1,7 @@
 """What the HTML report and the Markdown summary share: reading run.json, which columns to
-show, formatting figures, finding the flame graphs of a cell, and the findings computed from
-the data. Everything here is pure except the reads of files inside the run directory."""
+show, finding the flame graphs of a cell, and the findings computed from the data (the
+figures are written by harness/format/, as in the terminal tables). Everything here is pure
+except the reads of files inside the run directory."""
 
 from __future__ import annotations
 
@@ -11,90 +12,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.numbers import (
-    DASH,
-    TIMES,
-    human,
-    human_p,
-    human_ratio,
-    is_time_metric,
-    join_range,
-    percent,
-)
+from harness.format.cells import cell_summary, param_text, varying_params
+from harness.format.figures import ratio_texts, value_text
+from harness.format.metrics import LEADING_METRICS, TRAILING_METRICS, ratio_metric, report_labels
+from harness.format.numbers import DASH, TIMES, human_p, human_ratio, percent
 from harness.probes import registry
 from harness.rundoc.files import run_file
 from harness.stats import compare_cells, compare_samples, metric_values, params_key
-from harness.tables import (
-    LABELS,
-    LEADING_METRICS,
-    PERCENT_METRICS,
-    TRAILING_METRICS,
-    cell_summary,
-    param_text,
-    ratio_metric,
-    varying_params,
-)
 
 # Probe and profile figures shown after the run's declared metrics, when some cell has them.
 EXTRA_METRICS = tuple(registry.labels())
-REPORT_LABELS = {
-    **LABELS,
-    "latency_ns.p90": "p90",
-    "latency_ns.max": "max latency",
-    "latency_ns.mean": "mean latency",
-    **registry.labels(),
-}
 TOP_FRAMES = 10
-
-
-def label(metric: str) -> str:
-    return REPORT_LABELS.get(metric, metric)
 
 
 def units(doc: Mapping[str, Any]) -> dict[str, str]:
     return {str(m["name"]): str(m.get("unit") or "") for m in doc.get("metrics") or []}
-
-
-def value_text(metric: str, value: float, unit: str | None = None) -> str:
-    if metric in PERCENT_METRICS:
-        return percent(value)
-    return human(value, is_time_metric(metric, unit))
-
-
-def summary_texts(
-    metric: str, summary: Mapping[str, Any] | None, unit: str | None = None
-) -> tuple[str, str | None]:
-    """(median, interval or None): the interval only when there was more than one repeat."""
-    if not summary or summary.get("median") is None:
-        return DASH, None
-    median = value_text(metric, float(summary["median"]), unit)
-    if int(summary.get("n", 0)) <= 1 or summary.get("ci95_low") is None:
-        return median, None
-    low, high = float(summary["ci95_low"]), float(summary["ci95_high"])
-    if metric in PERCENT_METRICS:
-        low_text, high_text = percent(low), percent(high)
-        return median, f"{low_text.removesuffix('%')}{DASH}{high_text}"
-    time_ns = is_time_metric(metric, unit)
-    return median, join_range(human(low, time_ns), human(high, time_ns))
-
-
-def ratio_texts(entry: Mapping[str, Any] | None) -> tuple[str, str | None]:
-    """("1.31x", "1.20-1.44") (with a multiplication sign and an en dash) from a comparisons
-    entry; (DASH, None) without a ratio."""
-    if entry is None or entry.get("ratio") is None:
-        return DASH, None
-    ratio = human_ratio(float(entry["ratio"]))
-    if entry.get("ci95_low") is None or entry.get("ci95_high") is None:
-        return ratio, None
-    low = human_ratio(float(entry["ci95_low"]))[:-1]
-    high = human_ratio(float(entry["ci95_high"]))[:-1]
-    return ratio, f"{low}{DASH}{high}"
-
-
-def p_text(entry: Mapping[str, Any] | None) -> str:
-    if entry is None or entry.get("p_value") is None:
-        return DASH
-    return human_p(float(entry["p_value"]))
 
 
 def columns(
@@ -396,7 +328,12 @@ def _median(cell: Mapping[str, Any], metric: str) -> float | None:
     return float(summary["median"]) if summary and summary.get("median") is not None else None
 
 
-def _side_by_side(a: Mapping[str, Any], b: Mapping[str, Any], units: Mapping[str, str]) -> str:
+def _side_by_side(
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
+    units: Mapping[str, str],
+    labels: Mapping[str, str],
+) -> str:
     """`; mutex share 2.1% vs 11.4%, futex wait/op 1.2µs vs 3.4µs` for the figures both have."""
     parts = []
     for metric in ("mutex_share", "futex_wait_ns_per_op", "ctx_switches_per_op"):
@@ -405,7 +342,8 @@ def _side_by_side(a: Mapping[str, Any], b: Mapping[str, Any], units: Mapping[str
         if va is not None and vb is not None:
             unit = units.get(metric)
             parts.append(
-                f"{label(metric)} {value_text(metric, va, unit)} vs {value_text(metric, vb, unit)}"
+                f"{labels.get(metric, metric)} {value_text(metric, va, unit)} vs "
+                f"{value_text(metric, vb, unit)}"
             )
     return "; " + ", ".join(parts) if parts else ""
 
@@ -415,6 +353,7 @@ def _ratio_sentence(
     name_b: str,
     metric: str,
     entry: Mapping[str, Any],
+    labels: Mapping[str, str],
 ) -> Finding:
     ratio, interval = ratio_texts(entry)
     p = entry.get("p_value")
@@ -425,7 +364,7 @@ def _ratio_sentence(
         significance = f"{verdict}, p={human_p(float(p))}"
         if not entry.get("significant") and entry.get("reason"):
             significance += f": {entry['reason']}"
-    text: Finding = [Code(name_a), f": {ratio} the {label(metric)} of ", Code(name_b)]
+    text: Finding = [Code(name_a), f": {ratio} the {labels.get(metric, metric)} of ", Code(name_b)]
     text.append(f" [95% CI {interval}]" if interval else " (no interval)")
     text.append(f" ({significance})")
     return text
@@ -438,6 +377,7 @@ def findings(doc: Mapping[str, Any]) -> list[Finding]:
     baseline = config.get("baseline")
     name = Labeller(cells)
     unit_of = units(doc)
+    labels = report_labels(doc)
     shown, _ = columns(doc, cells)
     metric = ratio_metric(doc, shown)
     index = comparison_index(comparisons(doc, metric))
@@ -459,8 +399,8 @@ def findings(doc: Mapping[str, Any]) -> list[Finding]:
                     continue
                 entry = cell_comparison(index, cell, metric)
                 if base is not None and entry is not None and entry.get("ratio") is not None:
-                    sentence = _ratio_sentence(name(cell), str(baseline), metric, entry)
-                    sentence.append(_side_by_side(cell, base, unit_of))
+                    sentence = _ratio_sentence(name(cell), str(baseline), metric, entry, labels)
+                    sentence.append(_side_by_side(cell, base, unit_of, labels))
                     out.append(sentence)
             # The best and the worst of the other strategies, compared on their repeats.
             others = [c for c in group if c is not base and metric_values(c, metric)]
@@ -478,8 +418,8 @@ def findings(doc: Mapping[str, Any]) -> list[Finding]:
                         metric_values(worst, metric), metric_values(best, metric), better
                     )
                     if entry.get("ratio") is not None:
-                        sentence = _ratio_sentence(name(best), name(worst), metric, entry)
-                        sentence.append(_side_by_side(best, worst, unit_of))
+                        sentence = _ratio_sentence(name(best), name(worst), metric, entry, labels)
+                        sentence.append(_side_by_side(best, worst, unit_of, labels))
                         out.append(sentence)
 
     shares = [(mutex_share(c), c) for c in cells]

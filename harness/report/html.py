@@ -13,7 +13,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.numbers import DASH, TIMES, human, human_ratio, percent
+from harness.format.cells import cell_summary, param_text, varying_params
+from harness.format.figures import p_text, ratio_texts, summary_texts, value_text
+from harness.format.metrics import ratio_metric, report_labels
+from harness.format.notes import STATUS_NOTES, notes, probe_notes
+from harness.format.numbers import DASH, TIMES, human, human_ratio, percent
 from harness.probes import registry
 from harness.report import data
 from harness.report.data import Code, Finding, Flame, Labeller
@@ -21,15 +25,6 @@ from harness.results import write_atomic
 from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import as_json, load_run
 from harness.stats import CONFIDENCE
-from harness.tables import (
-    STATUS_NOTES,
-    cell_summary,
-    notes,
-    param_text,
-    probe_notes,
-    ratio_metric,
-    varying_params,
-)
 
 CSS = """
 :root { color-scheme: light; }
@@ -90,13 +85,13 @@ def inline(finding: Finding) -> str:
 
 
 def figure_cell(metric: str, summary: Mapping[str, Any] | None, unit: str | None) -> str:
-    median, interval = data.summary_texts(metric, summary, unit)
+    median, interval = summary_texts(metric, summary, unit)
     ci = f'<span class="ci">[{esc(interval)}]</span>' if interval else ""
     return f'<td><span class="med">{esc(median)}</span>{ci}</td>'
 
 
 def ratio_cell(entry: Mapping[str, Any] | None) -> str:
-    ratio, interval = data.ratio_texts(entry)
+    ratio, interval = ratio_texts(entry)
     if entry is None or entry.get("ratio") is None:
         reason = entry.get("reason") if entry else "no comparison in run.json"
         return f'<td title="{esc(reason)}"><span class="dim">{DASH}</span></td>'
@@ -124,6 +119,7 @@ class Page:
         self.config: Mapping[str, Any] = doc.get("config") or {}
         self.baseline: str | None = self.config.get("baseline")
         self.units = data.units(doc)
+        self.labels = report_labels(doc)
         self.columns, self.unreported = data.columns(doc, self.cells)
         self.metric = ratio_metric(doc, self.columns) if self.baseline else None
         self.entries = data.comparisons(doc, self.metric)
@@ -134,6 +130,9 @@ class Page:
 
     def add(self, *parts: str) -> None:
         self.out.extend(parts)
+
+    def label(self, metric: str) -> str:
+        return self.labels.get(metric, metric)
 
     def anchor(self, cell: Mapping[str, Any]) -> str:
         return self.anchors[id(cell)]
@@ -243,7 +242,7 @@ class Page:
         for scenario, group in data.scenarios(self.cells).items():
             self.scenario_table(scenario, group)
         shown = [e for e in self.entries if e.get("metric") == self.metric and e.get("reason")]
-        lines = [t.plain for t in notes(shown)] + [t.plain for t in probe_notes(self.cells)]
+        lines = notes(shown) + probe_notes(self.cells)
         if self.unreported:
             lines.append(
                 "declared by the suite but reported by no cell: " + ", ".join(self.unreported)
@@ -256,7 +255,7 @@ class Page:
         text = "Median of the repeats [95% interval of the median, from order statistics]."
         if self.metric is not None:
             text += (
-                f" vs {self.baseline}: ratio of {data.label(self.metric)} medians to the "
+                f" vs {self.baseline}: ratio of {self.label(self.metric)} medians to the "
                 "baseline's at the same scenario and params [95% bootstrap interval];"
                 " * Mann-Whitney U two-sided p < 0.05 (green better, red worse)."
             )
@@ -292,10 +291,10 @@ class Page:
         rest = [n for n in self.columns if n not in lead]
         self.add('<th class="l">strategy</th>')
         self.add(*(f"<th>{esc(name)}</th>" for name in params))
-        self.add(*(f"<th>{esc(data.label(name))}</th>" for name in lead))
+        self.add(*(f"<th>{esc(self.label(name))}</th>" for name in lead))
         if against is not None:
             self.add(f"<th>vs {esc(against)}</th><th>p</th>")
-        self.add(*(f"<th>{esc(data.label(name))}</th>" for name in rest))
+        self.add(*(f"<th>{esc(self.label(name))}</th>" for name in rest))
         self.add("<th>runs</th></tr>")
         for cell in group:
             summary = cell_summary(cell)
@@ -314,7 +313,7 @@ class Page:
                     self.add('<td class="dim">baseline</td><td></td>')
                 else:
                     entry = data.cell_comparison(self.index, cell, self.metric)
-                    self.add(ratio_cell(entry), f"<td>{esc(data.p_text(entry))}</td>")
+                    self.add(ratio_cell(entry), f"<td>{esc(p_text(entry))}</td>")
             for name in rest:
                 self.add(figure_cell(name, summary.get(name), self.units.get(name)))
             self.add(runs_cell(cell), "</tr>")
@@ -616,15 +615,15 @@ class Page:
             def median(value: Any, metric: str = metric, unit: str | None = unit) -> str:
                 if value is None:
                     return DASH
-                return data.value_text(metric, float(value), unit)
+                return value_text(metric, float(value), unit)
 
             verdict = str(e.get("verdict") or "")
             self.add(
-                f'<tr><td class="l">{esc(data.label(metric))}</td>'
+                f'<tr><td class="l">{esc(self.label(metric))}</td>'
                 f"<td>{esc(median(e.get('baseline_median')))}</td>"
                 f"<td>{esc(median(e.get('candidate_median')))}</td>",
                 ratio_cell(e),
-                f"<td>{esc(data.p_text(e))}</td>",
+                f"<td>{esc(p_text(e))}</td>",
                 f'<td class="l {esc(verdict)}">{esc(verdict)}</td>',
                 f'<td class="l dim">{esc(e.get("reason") or "")}</td></tr>',
             )

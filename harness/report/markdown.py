@@ -12,13 +12,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.numbers import DASH
+from harness.format.cells import cell_summary, param_text, varying_params
+from harness.format.figures import p_text, ratio_texts, summary_texts
+from harness.format.metrics import ratio_metric, report_labels
+from harness.format.numbers import DASH
 from harness.report import data
 from harness.report.data import Code, Finding, Labeller
 from harness.results import write_atomic
 from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import as_json, load_run
-from harness.tables import cell_summary, param_text, ratio_metric, varying_params
 
 # Figures next to the headline metric, when some cell of the scenario has them.
 SIDE_METRICS = ("latency_ns.p99", "mutex_share", "futex_wait_ns_per_op", "ctx_switches_per_op")
@@ -53,12 +55,12 @@ def inline(finding: Finding) -> str:
 
 
 def figure(metric: str, summary: Mapping[str, Any] | None, unit: str | None) -> str:
-    median, interval = data.summary_texts(metric, summary, unit)
+    median, interval = summary_texts(metric, summary, unit)
     return text(f"{median} [{interval}]" if interval else median)
 
 
 def ratio(entry: Mapping[str, Any] | None) -> str:
-    value, interval = data.ratio_texts(entry)
+    value, interval = ratio_texts(entry)
     if entry is None or entry.get("ratio") is None:
         return DASH
     mark = " \\*" if entry.get("significant") else ""
@@ -77,11 +79,15 @@ class Summary:
         self.config: Mapping[str, Any] = doc.get("config") or {}
         self.baseline: str | None = self.config.get("baseline")
         self.units = data.units(doc)
+        self.labels = report_labels(doc)
         shown, _ = data.columns(doc, self.cells)
         self.metric = ratio_metric(doc, shown)
         self.index = data.comparison_index(data.comparisons(doc, self.metric))
         self.name = Labeller(self.cells)
         self.lines: list[str] = []
+
+    def label(self, metric: str) -> str:
+        return self.labels.get(metric, metric)
 
     def add(self, *lines: str) -> None:
         self.lines.extend(lines)
@@ -139,10 +145,10 @@ class Summary:
             else None
         )
         header = ["strategy", *(text(p) for p in params)]
-        header += [f"{text(data.label(m))} [95% CI]" for m in lead]
+        header += [f"{text(self.label(m))} [95% CI]" for m in lead]
         if against is not None:
             header += [f"vs {text(against)} [95% CI]", "p"]
-        header += [text(data.label(m)) for m in side]
+        header += [text(self.label(m)) for m in side]
         header.append("runs")
         self.add(row(header), row(["---"] + ["---:"] * (len(header) - 1)))
         for cell, summary in zip(group, summaries, strict=True):
@@ -154,7 +160,7 @@ class Summary:
                     values += ["baseline", ""]
                 else:
                     entry = data.cell_comparison(self.index, cell, self.metric)
-                    values += [ratio(entry), text(data.p_text(entry))]
+                    values += [ratio(entry), text(p_text(entry))]
             values += [figure(m, summary.get(m), self.units.get(m)) for m in side]
             ok, failed = len(cell.get("repeats") or []), len(cell.get("failures") or [])
             values.append(f"{ok}/{ok + failed}")
@@ -165,7 +171,7 @@ class Summary:
         parts = ["median of the repeats [95% interval of the median, from order statistics]"]
         if self.metric and self.baseline:
             parts.append(
-                f"vs {self.baseline}: ratio of {data.label(self.metric)} medians to the baseline "
+                f"vs {self.baseline}: ratio of {self.label(self.metric)} medians to the baseline "
                 "at the same params [95% bootstrap interval]; * two-sided Mann-Whitney "
                 "U p < 0.05"
             )

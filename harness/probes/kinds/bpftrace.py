@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from harness.checks import PRIVILEGE_FIX, TRACEFS_FIX, Check
-from harness.numbers import human, is_time_metric
+from harness.format.numbers import human, is_time_metric
 from harness.probes import availability, terminal
 from harness.probes.bpftrace import BpftraceProbe
 from harness.probes.kind import Data, DriverOptions, ProbeKind

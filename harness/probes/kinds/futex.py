@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.numbers import DASH, human, percent
+from harness.format.numbers import DASH, human, percent
 from harness.probes import availability, terminal
 from harness.probes.collector import CollectorProbe
 from harness.probes.kind import Data, DriverOptions, ProbeKind, ProbeMetric, RepeatContext

@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from harness.checks import PRIVILEGE_FIX, Check
-from harness.numbers import DASH, percent
+from harness.format.numbers import DASH, percent
 from harness.probes import availability, terminal
 from harness.probes.kind import Data, DriverOptions, ProbeKind, ProbeMetric, RepeatContext
 from harness.probes.oncpu import OncpuProbe

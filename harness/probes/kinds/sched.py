@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.numbers import human
+from harness.format.numbers import human
 from harness.probes import availability, terminal
 from harness.probes.collector import CollectorProbe
 from harness.probes.kind import Data, DriverOptions, ProbeKind, ProbeMetric, RepeatContext

@@ -1,0 +1,29 @@
+"""A run's cells as shown: their summaries, the params that tell them apart, param values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.format.numbers import DASH
+from harness.stats import params_key, summarize_cell
+
+
+def cell_summary(cell: Mapping[str, Any]) -> Mapping[str, Any]:
+    return cell.get("summary") or summarize_cell(cell.get("repeats") or [])
+
+
+def varying_params(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Param names whose value is not the same in every cell (the ones worth a column)."""
+    names = dict.fromkeys(name for cell in cells for name in cell.get("params") or {})
+    return [
+        name
+        for name in names
+        if len({params_key({"v": (cell.get("params") or {}).get(name)}) for cell in cells}) > 1
+    ]
+
+
+def param_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return DASH if value is None else str(value)
