@@ -1,4 +1,5 @@
-"""`<bin> describe`: what a workload offers (strategies, scenarios, parameters, metrics)."""
+"""`<bin> describe`: what a workload offers (strategies, scenarios, parameters, metrics) and
+how its results are shown (metric labels, plots)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from harness.suites import Suite
 ParamValue = int | float | bool | str
 
 PARAM_TYPES = ("int", "float", "bool", "choice", "string")
+# The charts a workload's `plots` may ask for (harness/plots.py draws them).
+CHARTS = ("cdf", "per_connection")
+_PLOT_NAME = re.compile(r"[A-Za-z0-9_-]+")  # part of a file name
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 # The number spellings of the workload contract: JSON numbers (RFC 8259), no `+`, `0x`, `_`,
@@ -139,6 +143,24 @@ class Scenario:
 
 
 @dataclass(frozen=True)
+class Series:
+    """A result field a plot draws, and what to call it on the axis."""
+
+    name: str
+    label: str
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    """A plot the workload asks for, drawn per scenario from every repeat's result."""
+
+    name: str  # file `<scenario>.<name>.png`, run.json plots[].kind
+    chart: str  # one of CHARTS
+    title: str
+    series: tuple[Series, ...]
+
+
+@dataclass(frozen=True)
 class Description:
     suite: str
     baseline: str | None
@@ -147,6 +169,7 @@ class Description:
     scenarios: tuple[Scenario, ...]
     params: dict[str, ParamSpec]
     metrics: tuple[dict[str, Any], ...]
+    plots: tuple[PlotSpec, ...] = ()
 
     @property
     def strategy_names(self) -> list[str]:
@@ -230,9 +253,14 @@ def parse_description(data: object, suite_name: str) -> Description:
     for i, metric in enumerate(metrics):
         if not isinstance(metric, dict) or not isinstance(metric.get("name"), str):
             raise ValueError(f"metrics[{i}] needs a string 'name'")
-        for key, kind in (("unit", str), ("better", str), ("headline", bool)):
+        for key, kind in (("unit", str), ("better", str), ("headline", bool), ("label", str)):
             if key in metric and not isinstance(metric[key], kind):
                 raise ValueError(f"metrics[{i}].{key} must be a {kind.__name__}")
+    plots = tuple(
+        _plot(item, f"plots[{i}]") for i, item in enumerate(_list(data, "plots", required=False))
+    )
+    if len({plot.name for plot in plots}) < len(plots):
+        raise ValueError("'plots' names a plot twice")
     baseline = data.get("baseline")
     if baseline is not None and not isinstance(baseline, str):
         raise ValueError(f"'baseline' must be a strategy name, got {baseline!r}")
@@ -244,6 +272,7 @@ def parse_description(data: object, suite_name: str) -> Description:
         scenarios=scenarios,
         params=params,
         metrics=metrics,
+        plots=plots,
     )
 
 
@@ -305,3 +334,29 @@ def _scenario(item: object, where: str, params: Mapping[str, ParamSpec]) -> Scen
         if key not in params:
             raise ValueError(f"{where}.params sets '{key}', which is not in 'params'")
     return Scenario(name=named.name, help=named.help, params=dict(values))
+
+
+def _plot(item: object, where: str) -> PlotSpec:
+    named = _named(item, where)
+    assert isinstance(item, dict)
+    if not _PLOT_NAME.fullmatch(named.name):
+        raise ValueError(f"{where}.name must be letters, digits, '_' or '-', got {named.name!r}")
+    chart = item.get("chart")
+    if chart not in CHARTS:
+        raise ValueError(f"{where}.chart must be one of {', '.join(CHARTS)}, got {chart!r}")
+    title = item.get("title", named.name)
+    if not isinstance(title, str):
+        raise ValueError(f"{where}.title must be a string, got {title!r}")
+    entries = item.get("metrics")
+    count = "exactly one entry" if chart == "cdf" else "at least one entry"
+    if not isinstance(entries, list) or not entries or (chart == "cdf" and len(entries) != 1):
+        raise ValueError(f"{where}.metrics must be a list with {count} for a {chart} chart")
+    series = []
+    for i, entry in enumerate(entries):
+        field = _named(entry, f"{where}.metrics[{i}]")
+        assert isinstance(entry, dict)
+        label = entry.get("label", field.name)
+        if not isinstance(label, str):
+            raise ValueError(f"{where}.metrics[{i}].label must be a string, got {label!r}")
+        series.append(Series(name=field.name, label=label))
+    return PlotSpec(name=named.name, chart=str(chart), title=title, series=tuple(series))

@@ -1,11 +1,13 @@
 """Plots of a run where a picture beats a table (matplotlib, PNG, under `<run>/plots/`).
 
-Per scenario, from what the workload reports in its repeats (all repeats of a cell pooled):
-- `wait_hist` {le_ns, counts}: the wait-time distribution of every strategy as overlaid
-  CDFs (`<scenario>.wait.png`);
-- `conn_requests`, `conn_applies`, `conn_resets` (one number per connection): per strategy,
-  the connections ranked by each count (`<scenario>.per_conn.png`).
-run.json `plots` lists them: {scenario, kind, path}.
+The workload's describe asks for them in `plots` (docs/workload-contract.md); each is drawn
+per scenario from what the repeats report (all repeats of a cell pooled):
+- `cdf`: one histogram field {le_ns, counts}, every strategy's distribution as overlaid
+  CDFs;
+- `per_connection`: fields with one number per connection; per field, every strategy's
+  connections ranked by it.
+A plot is skipped for a scenario whose repeats have none of its (first) field. run.json
+`plots` lists them: {scenario, kind (the plot's name), path `plots/<scenario>.<name>.png`}.
 """
 
 from __future__ import annotations
@@ -22,33 +24,28 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
+from harness.describe import PlotSpec
 from harness.profiles.cells import slug
 from harness.results import write_atomic
-from harness.rundoc.model import Cell, Plot, PlotKind
+from harness.rundoc.model import Cell, Plot
 
-Draw = Callable[[str, Sequence[Cell], Path], bool]
-
-PER_CONN = (
-    ("conn_requests", "requests"),
-    ("conn_applies", "setting applies"),
-    ("conn_resets", "setting resets"),
-)
+Draw = Callable[[str, PlotSpec, Sequence[Cell], Path], bool]
 
 
-def wait_counts(cell: Cell) -> Counter[int]:
+def histogram_counts(cell: Cell, field: str) -> Counter[int]:
     """Upper bucket bound (ns) -> count, over the cell's repeats."""
     total: Counter[int] = Counter()
     for repeat in cell.repeats:
-        hist = repeat.get("wait_hist") or {}
+        hist = repeat.get(field) or {}
         for bound, count in zip(hist.get("le_ns") or [], hist.get("counts") or [], strict=False):
             total[int(bound)] += int(count)
     return total
 
 
-def per_conn(cell: Cell, key: str) -> list[float]:
+def per_conn(cell: Cell, field: str) -> list[float]:
     values: list[float] = []
     for repeat in cell.repeats:
-        values += [float(v) for v in repeat.get(key) or []]
+        values += [float(v) for v in repeat.get(field) or []]
     return sorted(values, reverse=True)
 
 
@@ -60,11 +57,12 @@ def _save(fig: Any, path: Path) -> None:
     write_atomic(path, png.getvalue())
 
 
-def wait_cdf(scenario: str, cells: Sequence[Cell], path: Path) -> bool:
+def cdf(scenario: str, spec: PlotSpec, cells: Sequence[Cell], path: Path) -> bool:
+    (series,) = spec.series
     fig, ax = plt.subplots(figsize=(8, 4.5))
     drawn = False
     for cell in cells:
-        counts = wait_counts(cell)
+        counts = histogram_counts(cell, series.name)
         total = sum(counts.values())
         if not total:
             continue
@@ -79,44 +77,48 @@ def wait_cdf(scenario: str, cells: Sequence[Cell], path: Path) -> bool:
         plt.close(fig)
         return False
     ax.set_xscale("log")
-    ax.set_xlabel("wait for a connection (ms, log scale)")
+    ax.set_xlabel(f"{series.label} (ms, log scale)")
     ax.set_ylabel("fraction of requests")
-    ax.set_title(f"{scenario}: wait-time distribution (CDF)")
+    ax.set_title(f"{scenario}: {spec.title}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     _save(fig, path)
     return True
 
 
-def per_conn_plot(scenario: str, cells: Sequence[Cell], path: Path) -> bool:
-    if not any(per_conn(cell, "conn_requests") for cell in cells):
+def per_connection(scenario: str, spec: PlotSpec, cells: Sequence[Cell], path: Path) -> bool:
+    if not any(per_conn(cell, spec.series[0].name) for cell in cells):
         return False
-    fig, axes = plt.subplots(1, len(PER_CONN), figsize=(13, 4))
-    for ax, (key, label) in zip(axes, PER_CONN, strict=True):
+    # squeeze=False: one field still gets a row of axes to iterate.
+    fig, axes = plt.subplots(1, len(spec.series), figsize=(13, 4), squeeze=False)
+    for ax, series in zip(axes[0], spec.series, strict=True):
         for cell in cells:
-            values = per_conn(cell, key)
+            values = per_conn(cell, series.name)
             if values:
                 ax.plot(range(1, len(values) + 1), values, marker=".", label=cell.strategy)
         ax.set_xlabel("connection (ranked)")
-        ax.set_ylabel(f"{label} per connection")
-        ax.set_title(label)
+        ax.set_ylabel(f"{series.label} per connection")
+        ax.set_title(series.label)
         ax.grid(True, alpha=0.3)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[0].legend()
-    fig.suptitle(f"{scenario}: work per connection (all repeats)")
+    axes[0][0].legend()
+    fig.suptitle(f"{scenario}: {spec.title}")
     _save(fig, path)
     return True
 
 
-def write_plots(run_dir: Path, cells: Sequence[Cell]) -> list[Plot]:
-    """Draw what the run's cells support; returns run.json's `plots`."""
+# How each chart of describe.CHARTS is drawn.
+DRAW: dict[str, Draw] = {"cdf": cdf, "per_connection": per_connection}
+
+
+def write_plots(run_dir: Path, cells: Sequence[Cell], specs: Sequence[PlotSpec]) -> list[Plot]:
+    """Draw the workload's plots that the run's cells support; returns run.json's `plots`."""
     plots: list[Plot] = []
     for scenario in dict.fromkeys(cell.scenario for cell in cells):
         group = [cell for cell in cells if cell.scenario == scenario]
-        draws: tuple[tuple[PlotKind, Draw], ...] = (("wait", wait_cdf), ("per_conn", per_conn_plot))
-        for kind, draw in draws:
-            path = run_dir / "plots" / f"{slug(scenario)}.{kind}.png"
-            if draw(scenario, group, path):
+        for spec in specs:
+            path = run_dir / "plots" / f"{slug(scenario)}.{spec.name}.png"
+            if DRAW[spec.chart](scenario, spec, group, path):
                 where = str(path.relative_to(run_dir))
-                plots.append(Plot(scenario=scenario, kind=kind, path=where))
+                plots.append(Plot(scenario=scenario, kind=spec.name, path=where))
     return plots

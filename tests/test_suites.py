@@ -217,6 +217,23 @@ def test_values_render_for_the_command_line() -> None:
         ({"params": [{"name": "m", "type": "choice", "default": "a"}]}, "params[0].choices"),
         ({"metrics": [{"unit": "ns"}]}, "metrics[0] needs a string 'name'"),
         ({"metrics": [{"name": "x", "better": 1}]}, "metrics[0].better must be a str"),
+        ({"metrics": [{"name": "x", "label": 1}]}, "metrics[0].label must be a str"),
+        (
+            {"plots": [{"name": "w", "chart": "pie", "metrics": [{"name": "h"}]}]},
+            "plots[0].chart must be one of cdf, per_connection, got 'pie'",
+        ),
+        (
+            {"plots": [{"name": "w", "chart": "cdf", "metrics": [{"name": "a"}, {"name": "b"}]}]},
+            "plots[0].metrics must be a list with exactly one entry for a cdf chart",
+        ),
+        (
+            {"plots": [{"name": "a/b", "chart": "cdf", "metrics": [{"name": "h"}]}]},
+            "plots[0].name must be letters, digits, '_' or '-'",
+        ),
+        (
+            {"plots": [{"name": "w", "chart": "per_connection", "metrics": [{"label": "x"}]}]},
+            "plots[0].metrics[0] needs a non-empty string 'name'",
+        ),
         (
             {"scenarios": [{"name": "steady", "params": {"ghost": 1}}]},
             "scenarios[0].params sets 'ghost'",

@@ -273,6 +273,7 @@ def test_describe_has_the_contract_shape(
         assert isinstance(metric.get("unit"), str), metric
         assert metric.get("better", "higher") in ("higher", "lower"), metric
         assert isinstance(metric.get("headline", False), bool), metric
+        assert isinstance(metric.get("label", ""), str), metric
 
 
 def test_a_gated_run_waits_for_its_line_then_keeps_the_event_order(
@@ -305,6 +306,8 @@ def test_a_gated_run_waits_for_its_line_then_keeps_the_event_order(
     assert set(result["params"]) == set(description.params)
     for metric in description.metrics:
         assert is_number(lookup(result, metric["name"])), metric["name"]
+    for plot in description.plots:  # what the plots draw is in the result
+        assert all(series.name in result for series in plot.series), plot.name
     assert not any(running(p) for p in pids), "processes left behind"
 
 

@@ -25,12 +25,6 @@ TABLE_LABELS = {
     "latency_ns.p99": "p99",
     "latency_ns.p999": "p99.9",
     **registry.columns(),
-    "wait_ns.avg": "wait avg",
-    "wait_ns.std": "wait std",
-    "wait_ns.p50": "wait p50",
-    "wait_ns.p75": "wait p75",
-    "wait_ns.p99": "wait p99",
-    "wait_ns.max": "wait max",
 }
 # The reports have room for more figures, and longer headings for some.
 REPORT_LABELS = {

@@ -322,7 +322,8 @@ class Page:
     # -- failures and overhead ----------------------------------------------------------------
 
     def plots(self) -> None:
-        """The run's plots (harness/plots.py), per scenario."""
+        """The run's plots (the workload's describe asks for them; harness/plots.py), per
+        scenario."""
         self.add('<section id="plots"><h2>Plots</h2>')
         shown = 0
         for plot in self.doc.get("plots") or []:
@@ -340,8 +341,8 @@ class Page:
             shown += 1
         if not shown:
             self.add(
-                "<p>No plots: the workload reports no wait-time histograms or "
-                "per-connection counts.</p>"
+                "<p>No plots: the workload's describe asks for none, or no repeat "
+                "reported what they draw.</p>"
             )
         self.add("</section>")
 

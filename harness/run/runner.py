@@ -121,7 +121,7 @@ def execute(
             record.write()
             progress.finished(step, outcome)
     _profiles(plan, record, console)
-    record.set_plots(write_plots(record.run_dir, record.run.cells))
+    record.set_plots(write_plots(record.run_dir, record.run.cells, plan.description.plots))
     return record.finish(interrupted)
 
 

@@ -18,7 +18,6 @@ SchemaVersion = Literal[2]
 SCHEMA_VERSION: Final[SchemaVersion] = 2
 
 Status = Literal["running", "complete", "partial", "failed", "interrupted"]
-PlotKind = Literal["wait", "per_conn"]
 Verdict = Literal["better", "worse", "no change", "changed", "inconclusive"]
 ParamValue = int | float | bool | str
 Ratios = dict[str, float | None]
@@ -137,6 +136,9 @@ class Metric(Record):
     """`higher` or `lower`; anything else (or none) means no direction."""
     headline: Absent[bool] = None
     """A column of the summary table; the first one is compared with the baseline."""
+    label: Absent[str] = None
+    """The heading of its column in the tables and reports (default: the harness's own for
+    the shared metrics, else the name)."""
 
 
 class Failure(Record):
@@ -333,8 +335,9 @@ class Comparison(Record):
 
 class Plot(Record):
     scenario: str
-    kind: PlotKind
-    """`wait`: wait-time CDFs; `per_conn`: work per connection."""
+    kind: str
+    """The plot's name in the workload's describe `plots` (pools: `wait`, the wait-time
+    CDFs; `per_conn`, work per connection)."""
     path: str
     """PNG, relative to the run directory."""
 

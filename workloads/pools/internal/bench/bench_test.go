@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -77,10 +78,28 @@ func TestDescribeIsValid(t *testing.T) {
 		}
 	}
 	metrics := map[string]string{}
+	labels := map[string]string{}
 	for _, m := range d["metrics"].([]any) {
 		mm := m.(map[string]any)
 		better, _ := mm["better"].(string) // absent: not a score
 		metrics[mm["name"].(string)] = better
+		labels[mm["name"].(string)], _ = mm["label"].(string)
+	}
+	if labels["wait_ns.avg"] != "wait avg" || labels["wait_ns.max"] != "wait max" {
+		t.Errorf("wait labels: %v", labels)
+	}
+	// The plots name the result fields they draw.
+	var plots []string
+	for _, p := range d["plots"].([]any) {
+		pm := p.(map[string]any)
+		var series []string
+		for _, m := range pm["metrics"].([]any) {
+			series = append(series, m.(map[string]any)["name"].(string))
+		}
+		plots = append(plots, fmt.Sprintf("%s:%s:%s", pm["name"], pm["chart"], strings.Join(series, ",")))
+	}
+	if got := strings.Join(plots, " "); got != "wait:cdf:wait_hist per_conn:per_connection:conn_requests,conn_applies,conn_resets" {
+		t.Errorf("plots: %s", got)
 	}
 	for name, better := range map[string]string{"wait_ns.avg": "lower", "wait_ns.p50": "lower",
 		"wait_ns.p99": "lower", "ops_per_sec": "higher", "runtime_gc_cycles": "lower", "arrival_rps": ""} {

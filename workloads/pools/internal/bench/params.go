@@ -354,19 +354,21 @@ func Describe() map[string]any {
 	metric := func(name, unit, better string) map[string]any {
 		return map[string]any{"name": name, "unit": unit, "better": better}
 	}
-	// Headline metrics are the harness table's columns: the wait times of the source's tables.
-	headline := func(name string) map[string]any {
+	// Headline metrics are the harness table's columns: the wait times of the source's tables,
+	// labelled as there.
+	headline := func(name, label string) map[string]any {
 		m := metric(name, "ns", "lower")
 		m["headline"] = true
+		m["label"] = label
 		return m
 	}
 	metrics := []map[string]any{
-		headline("wait_ns.avg"),
-		headline("wait_ns.std"),
-		headline("wait_ns.p50"),
-		headline("wait_ns.p75"),
-		headline("wait_ns.p99"),
-		headline("wait_ns.max"),
+		headline("wait_ns.avg", "wait avg"),
+		headline("wait_ns.std", "wait std"),
+		headline("wait_ns.p50", "wait p50"),
+		headline("wait_ns.p75", "wait p75"),
+		headline("wait_ns.p99", "wait p99"),
+		headline("wait_ns.max", "wait max"),
 		metric("ops_per_sec", "ops/s", "higher"),
 		{"name": "arrival_rps", "unit": "requests/s"}, // the regime a trace ran in, not a score
 		metric("ns_per_op", "ns", "lower"),
@@ -379,6 +381,28 @@ func Describe() map[string]any {
 		metric("timeouts", "requests", "lower"),
 		metric("errors", "requests", "lower"),
 	}
+	series := func(name, label string) map[string]any {
+		return map[string]any{"name": name, "label": label}
+	}
+	// The harness draws these per scenario from every repeat's wait_hist and conn_* lists.
+	plots := []map[string]any{
+		{
+			"name":    "wait",
+			"chart":   "cdf",
+			"title":   "wait-time distribution (CDF)",
+			"metrics": []map[string]any{series("wait_hist", "wait for a connection")},
+		},
+		{
+			"name":  "per_conn",
+			"chart": "per_connection",
+			"title": "work per connection (all repeats)",
+			"metrics": []map[string]any{
+				series("conn_requests", "requests"),
+				series("conn_applies", "setting applies"),
+				series("conn_resets", "setting resets"),
+			},
+		},
+	}
 	return map[string]any{
 		"suite":            "pools",
 		"contract_version": 1,
@@ -388,5 +412,6 @@ func Describe() map[string]any {
 		"scenarios":        scs,
 		"params":           params,
 		"metrics":          metrics,
+		"plots":            plots,
 	}
 }
