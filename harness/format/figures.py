@@ -1,5 +1,6 @@
-"""A figure as plain text: a value in its unit, a median with its interval, a ratio with its
-interval, a p-value (the terminal tables lay the same texts out over lines of their own)."""
+"""A figure as one line of plain text, for the reports: a value in its unit, a median with its
+interval, a ratio with its interval, a p-value. The terminal tables build theirs from the same
+numbers.py pieces, spread over lines when the console is narrow (tables.figure)."""
 
 from __future__ import annotations
 
