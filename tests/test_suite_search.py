@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, run_harness
 from readme_example import write_example
+from rundocs import schema_problems
 
 from harness.catalog import find_suites
 from harness.cli import main
@@ -41,8 +42,10 @@ def run_json(args: list[str], env: dict[str, str]) -> dict[str, Any]:
 
 
 def assert_complete(doc: dict[str, Any], strategies: list[str], repeats: int) -> None:
-    """Every repeat of every cell succeeded and was summarised and compared."""
+    """Every repeat of every cell succeeded and was summarised and compared, in a run.json
+    that satisfies the schema in the repo."""
     assert doc.keys() >= RUN_KEYS
+    assert schema_problems(doc) == []
     assert doc["status"] == "complete"
     assert sorted({c["strategy"] for c in doc["cells"]}) == sorted(strategies)
     for cell in doc["cells"]:
