@@ -11,6 +11,23 @@ from jsonschema import Draft202012Validator
 from harness.rundoc.schema import SCHEMA_FILE
 from harness.stats import summarize_cell
 
+# The top-level keys every run.json the harness writes has.
+RUN_KEYS = {
+    "schema_version",
+    "run_id",
+    "suite",
+    "status",
+    "started_at",
+    "finished_at",
+    "git",
+    "host",
+    "config",
+    "metrics",
+    "cells",
+    "comparisons",
+    "plots",
+}
+
 
 def host(**facts: Any) -> dict[str, Any]:
     return {

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from conftest import HARNESS, only_run, process_gone, run_harness, runs_dir, sleepy_log
 from rich.console import Console
+from rundocs import RUN_KEYS
 
 from harness.results import make_run_dir, write_json_atomic
 from harness.run.progress import LineProgress, RichProgress, Step, make_progress
@@ -24,21 +25,6 @@ from harness.run.stop import StopFlag
 
 pytestmark = pytest.mark.unit
 
-RUN_KEYS = {
-    "schema_version",
-    "run_id",
-    "suite",
-    "status",
-    "started_at",
-    "finished_at",
-    "git",
-    "host",
-    "config",
-    "metrics",
-    "cells",
-    "comparisons",
-    "plots",
-}
 CELL_KEYS = {
     "id",
     "strategy",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, run_harness
 from readme_example import write_example
-from rundocs import schema_problems
+from rundocs import RUN_KEYS, schema_problems
 
 from harness.catalog import find_suites
 from harness.cli import main
@@ -18,20 +18,6 @@ from harness.cli import main
 pytestmark = pytest.mark.e2e
 
 MORE_SUITES = FIXTURES / "more-suites"
-# What the design asks every run.json to hold (DESIGN.md "Results").
-RUN_KEYS = {
-    "schema_version",
-    "run_id",
-    "suite",
-    "status",
-    "started_at",
-    "finished_at",
-    "git",
-    "host",
-    "config",
-    "cells",
-    "comparisons",
-}
 
 
 def run_json(args: list[str], env: dict[str, str]) -> dict[str, Any]:
