@@ -22,6 +22,7 @@ from harness.rundoc.model import (
     Git,
     Host,
     Metric,
+    Owner,
     Plot,
     ProbeSummary,
     Profile,
@@ -32,6 +33,7 @@ from harness.rundoc.model import (
 )
 
 if TYPE_CHECKING:  # the plan imports the probe kinds, whose drivers write files with this
+    from harness.run.owner import Owner as RunOwner
     from harness.run.plan import Plan
 
 
@@ -167,6 +169,11 @@ class RunRecord:
         record = cls(run_dir, run)
         record.write()
         return record
+
+    def set_owner(self, owner: RunOwner) -> None:
+        """The harness process running it, so that a later one can tell it died."""
+        self.run.owner = Owner(pid=owner.pid, start_ticks=owner.start_ticks, boot_id=owner.boot_id)
+        self.write()
 
     def cell(self, index: int) -> Cell:
         return self.run.cells[index]

@@ -18,6 +18,7 @@ from harness.hostinfo import collect_host, git_info
 from harness.paths import REPO_ROOT
 from harness.report import write_all
 from harness.results import RunRecord
+from harness.run.lifetime import open_confinement
 from harness.run.plan import Plan
 from harness.run.runner import execute
 from harness.run.stop import stop_on_signals
@@ -43,11 +44,17 @@ def run_plan(
     plan: Plan, out_dir: Path, command: Sequence[str], slack_s: float, table_console: Console
 ) -> tuple[RunRecord, str]:
     with stop_on_signals() as stop:
-        record = RunRecord.create(
-            out_dir, plan, git=git_info(REPO_ROOT), host=collect_host(), command=command
-        )
-        status = execute(plan, record, consoles.stderr(), stop, slack_s)
-        reports = write_all(record.run_dir)
+        confinement = open_confinement(out_dir, [plan.suite.binary])
+        try:
+            record = RunRecord.create(
+                out_dir, plan, git=git_info(REPO_ROOT), host=collect_host(), command=command
+            )
+            record.set_owner(confinement.owner)
+            confinement.watch(record.run_dir)
+            status = execute(plan, record, consoles.stderr(), stop, slack_s, confinement)
+            reports = write_all(record.run_dir)
+        finally:
+            confinement.close()
     tables.print_run(jsonfile.as_json(record.run), table_console)
     for path in reports:
         print(f"{path.name}: {path}", file=sys.stderr if table_console.stderr else sys.stdout)

@@ -29,6 +29,8 @@ from harness.probes.process import ProbeProcess
 from harness.profiles import folded, inferno
 from harness.profiles.settings import ProfileSettings
 from harness.results import write_atomic, write_json_atomic
+from harness.run.leftovers import perf_prefix
+from harness.run.owner import Owner
 from harness.run.stop import StopFlag
 
 ACK_TIMEOUT_S = 5.0
@@ -62,7 +64,8 @@ class OncpuProbe:
         if perf_user_only():
             self.event = "cpu-clock:u"
             self.notes.append("kernel frames not permitted (perf_event_paranoid 2, not root)")
-        self.fifo_dir = Path(tempfile.mkdtemp(prefix="harness-perf-"))
+        # Named after the harness, so that the folders of a killed one can be found.
+        self.fifo_dir = Path(tempfile.mkdtemp(prefix=perf_prefix(Owner.current().token)))
         ctl, ack = self.fifo_dir / "ctl", self.fifo_dir / "ack"
         os.mkfifo(ctl)
         os.mkfifo(ack)

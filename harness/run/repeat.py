@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from harness.run.confine import RepeatBox
 from harness.run.stop import StopFlag
 
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL
@@ -105,14 +106,18 @@ def run_repeat(
     deadline_s: float,
     stop: StopFlag,
     hooks: RepeatHooks | None = None,
+    box: RepeatBox | None = None,
 ) -> Outcome:
-    """Run `<binary> run <args> --gate` once; never raises for a misbehaving workload."""
+    """Run `<binary> run <args> --gate` once, in `box` if given (its cgroup and memory
+    limit); never raises for a misbehaving workload."""
     become_subreaper()
     started = time.monotonic()
+    argv = [str(binary), "run", *args, "--gate"]
     try:
         proc = subprocess.Popen(
-            [str(binary), "run", *args, "--gate"],
+            box.command(argv) if box else argv,
             cwd=cwd,
+            env={**os.environ, **box.env} if box else None,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -127,6 +132,8 @@ def run_repeat(
         outcome.interrupted = outcome.reason == _INTERRUPTED
     finally:
         session.end_group()
+        if box is not None:
+            box.end()
     session.drain()
     protocol = session.protocol
     outcome.exit_code = proc.returncode
@@ -139,6 +146,9 @@ def run_repeat(
             outcome.reason = _exit_reason(proc.returncode, protocol.stage)
         elif protocol.result is None:
             outcome.reason = f"exited with code 0 without a result ({protocol.stage})"
+    oom = box.oom_reason() if box and not outcome.interrupted else None
+    if oom:
+        outcome.reason = f"{oom}: {outcome.reason}" if outcome.reason else oom
     outcome.result = protocol.result if outcome.reason is None else None
     return outcome
 

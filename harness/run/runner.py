@@ -20,6 +20,7 @@ from harness.probes.session import ProbeSession
 from harness.profiles.cells import build_profiles
 from harness.profiles.settings import ProfileSettings
 from harness.results import RunRecord
+from harness.run.confine import Confinement
 from harness.run.plan import Plan
 from harness.run.progress import STARTUP_ESTIMATE_S, Step, make_progress
 from harness.run.repeat import Outcome, run_repeat
@@ -48,7 +49,12 @@ def failure_record(repeat: int, outcome: Outcome) -> Failure:
 
 
 def execute(
-    plan: Plan, record: RunRecord, console: Console, stop: StopFlag, deadline_slack_s: float
+    plan: Plan,
+    record: RunRecord,
+    console: Console,
+    stop: StopFlag,
+    deadline_slack_s: float,
+    confinement: Confinement | None = None,
 ) -> str:
     """Run every repeat of the plan; returns the final status written to run.json."""
     variants = overhead.variants(plan.probes, plan.probe_overhead)
@@ -89,6 +95,7 @@ def execute(
                     deadline_s,
                     stop,
                     hooks=session,
+                    box=confinement.repeat() if confinement else None,
                 )
             finally:
                 probes = session.close() if session else {}

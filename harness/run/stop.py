@@ -1,4 +1,4 @@
-"""Stopping a run cleanly: SIGINT/SIGTERM raise a flag that the running repeat and the probes
+"""Stopping a run cleanly: SIGINT/SIGTERM/SIGHUP raise a flag that the running repeat and the probes
 poll, so the workload is stopped and the completed repeats are saved."""
 
 from __future__ import annotations
@@ -8,11 +8,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# SIGHUP: the terminal closed or the ssh session dropped; stopped like SIGTERM.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class StopFlag:
-    """Set by the SIGINT/SIGTERM handler; the running repeat polls it."""
+    """Set by the SIGINT/SIGTERM/SIGHUP handler; the running repeat polls it."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
@@ -24,7 +25,7 @@ class StopFlag:
 
 @contextmanager
 def stop_on_signals() -> Iterator[StopFlag]:
-    """SIGINT/SIGTERM only raise a flag: the loop then stops the workload and saves the run."""
+    """These signals only raise a flag: the loop then stops the workload and saves the run."""
     flag = StopFlag()
 
     def handler(signum: int, frame: FrameType | None) -> None:

@@ -17,7 +17,7 @@ from pydantic.json_schema import SkipJsonSchema
 SchemaVersion = Literal[2]
 SCHEMA_VERSION: Final[SchemaVersion] = 2
 
-Status = Literal["running", "complete", "partial", "failed", "interrupted"]
+Status = Literal["running", "complete", "partial", "failed", "interrupted", "abandoned"]
 Verdict = Literal["better", "worse", "no change", "changed", "inconclusive"]
 ParamValue = int | float | bool | str
 Ratios = dict[str, float | None]
@@ -342,6 +342,16 @@ class Plot(Record):
     """PNG, relative to the run directory."""
 
 
+class Owner(Record):
+    """The harness process that runs the run; a reused pid has another start time."""
+
+    pid: int
+    start_ticks: int
+    """Its start time: field 22 of /proc/<pid>/stat, clock ticks since boot."""
+    boot_id: str
+    """/proc/sys/kernel/random/boot_id of the boot it ran in."""
+
+
 class RunDoc(Record):
     """results/runs/<run_id>/run.json."""
 
@@ -351,11 +361,13 @@ class RunDoc(Record):
     suite: str
     status: Status
     """`running` until the end; then `complete`, `partial` (some repeats failed), `failed`
-    (none succeeded) or `interrupted` (Ctrl-C, SIGTERM)."""
+    (none succeeded) or `interrupted` (Ctrl-C, SIGTERM, SIGHUP); `abandoned` when its harness
+    died before the end (SIGKILL, out of memory) and a later harness found it."""
     started_at: str
     """UTC, ISO 8601 (2026-11-21T03:04:04Z)."""
     finished_at: str | None
-    """UTC, ISO 8601; null while running."""
+    """UTC, ISO 8601; null while running; for an abandoned run, when its harness last wrote
+    run.json."""
     git: Git
     host: Host
     config: Config
@@ -367,3 +379,7 @@ class RunDoc(Record):
     plots: list[Plot]
     probe_overhead: Absent[Ratios] = None
     """--probe-overhead: probe set -> geometric mean of the cells' ratios."""
+    owner: Absent[Owner] = None
+    """The harness process that runs it (left out by harnesses before it was added)."""
+    abandoned_reason: Absent[str] = None
+    """Status `abandoned`: what happened, and what was cleaned up."""
