@@ -3,15 +3,17 @@ how its results are shown (metric labels, plots)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.errors import BadInput, HarnessError
+from harness.run import needs
 from harness.suites import Suite
 
 ParamValue = int | float | bool | str
@@ -170,6 +172,7 @@ class Description:
     params: dict[str, ParamSpec]
     metrics: tuple[dict[str, Any], ...]
     plots: tuple[PlotSpec, ...] = ()
+    needs: dict[str, ast.Expression] = field(default_factory=dict)  # harness/run/needs.py
 
     @property
     def strategy_names(self) -> list[str]:
@@ -273,6 +276,7 @@ def parse_description(data: object, suite_name: str) -> Description:
         params=params,
         metrics=metrics,
         plots=plots,
+        needs=needs.parse(data["needs"]) if "needs" in data else {},
     )
 
 

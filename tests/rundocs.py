@@ -26,6 +26,7 @@ RUN_KEYS = {
     "cells",
     "comparisons",
     "plots",
+    "owner",
 }
 
 

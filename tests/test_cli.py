@@ -18,7 +18,7 @@ from harness.runlock import RunLock
 
 pytestmark = pytest.mark.unit
 
-SLEEPY_PARAMS = "rate, noise, mode, verbose, label"
+SLEEPY_PARAMS = "rate, noise, mode, verbose, label, hog_mb"
 
 
 def invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -230,7 +230,7 @@ def test_run_ids_get_a_suffix_on_collision(tmp_path: Path, monkeypatch: pytest.M
     assert make_run_dir(tmp_path / "other", None)[0] == "20231114T221320Z-nogit"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_stops_the_run_and_keeps_what_completed(
     harness_env: dict[str, str], sig: signal.Signals
 ) -> None:

@@ -285,13 +285,13 @@ def test_cells_are_strategies_times_the_swept_values(tmp_path: Path) -> None:
         "mode=r",
     ]
     assert plan.baseline == "b"  # describe's, as suite.toml names none
-    assert plan.schedule()[:9] == [(c, 0) for c in range(8)] + [(0, 1)]
+    assert list(plan.schedule())[:9] == [(c, 0) for c in range(8)] + [(0, 1)]
 
 
 def test_sequential_schedule(tmp_path: Path) -> None:
     plan = plan_for(tmp_path, strategies=["b", "a"], order="sequential")
     assert [c.strategy for c in plan.cells] == ["b", "a"]
-    assert plan.schedule() == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert list(plan.schedule()) == [(0, 0), (0, 1), (1, 0), (1, 1)]
 
 
 def test_scenario_params_show_in_cells_but_only_explicit_ones_are_passed(tmp_path: Path) -> None:

@@ -17,7 +17,6 @@ from harness.commands.parsing import (
     names,
     non_negative_float,
     positive_float,
-    positive_int,
 )
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
 from harness.commands.runs import deadline_slack_s, run_plan, status_exit
@@ -25,6 +24,7 @@ from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
 from harness.results import check_out_dir
+from harness.run.bounds import MAX_CELLS, MAX_REPEATS, MAX_STEPS, repeat_count
 from harness.run.plan import ORDERS, build_plan
 from harness.rundoc import jsonfile
 from harness.runlock import RunLock
@@ -103,10 +103,12 @@ def add_parser(commands: Commands) -> None:
     )
     p.add_argument(
         "--repeat",
-        type=positive_int,
+        type=repeat_count,
         default=5,
         metavar="N",
-        help="repeats of every cell (default: 5)",
+        help=f"repeats of every cell (default: 5, at most {MAX_REPEATS}); a run has at most "
+        f"{MAX_CELLS:,} cells and {MAX_STEPS:,} repeats in all, and each cell must fit "
+        "this machine's memory and disk by its workload's `needs`",
     )
     add_probe_options(p)
     p.add_argument(

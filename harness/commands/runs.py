@@ -18,6 +18,7 @@ from harness.hostinfo import collect_host, git_info
 from harness.paths import REPO_ROOT
 from harness.report import write_all
 from harness.results import RunRecord
+from harness.run.bounds import check_plan
 from harness.run.lifetime import open_confinement
 from harness.run.plan import Plan
 from harness.run.runner import execute
@@ -43,6 +44,7 @@ def deadline_slack_s() -> float:
 def run_plan(
     plan: Plan, out_dir: Path, command: Sequence[str], slack_s: float, table_console: Console
 ) -> tuple[RunRecord, str]:
+    check_plan(plan, out_dir)
     with stop_on_signals() as stop:
         confinement = open_confinement(out_dir, [plan.suite.binary])
         try:

@@ -81,7 +81,8 @@ def mark(folder: Path, run: RunDoc, hierarchy: Hierarchy | None, found: str, end
     removed = (leftovers.remove_perf_folders(token) if token else 0) + _remove_partial(folder, run)
     reason = (
         f"its harness ({who}) died before the run ended ({found}); "
-        f"{ended} leftover workload processes ended, {removed} partial files removed"
+        f"{_count(ended, 'leftover workload process')} ended, "
+        f"{_count(removed, 'partial file')} removed"
     )
     record = RunRecord(folder, run)
     last_write = (folder / "run.json").stat().st_mtime
@@ -112,3 +113,7 @@ def _remove_partial(folder: Path, run: RunDoc) -> int:
                 path.unlink(missing_ok=True)
                 removed += 1
     return removed
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 'es' if thing.endswith('s') else 's'}"

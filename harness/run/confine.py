@@ -25,6 +25,7 @@ class RepeatBox:
         self.group = group
         self.memory_max = memory_max
         self.env = {leftovers.ENV_MARK: token}
+        self.oom_kills = 0  # read in end(), before the cgroup is removed
 
     def command(self, argv: list[str]) -> list[str]:
         """The workload's argv, wrapped; creates the cgroup (OSError if it cannot)."""
@@ -37,13 +38,14 @@ class RepeatBox:
 
     def oom_reason(self) -> str | None:
         """`out of memory (limit …)` if the kernel killed a process of the repeat for it."""
-        if self.group is None or self.memory_max is None or not self.group.oom_kills():
+        if self.memory_max is None or not self.oom_kills:
             return None
         return f"out of memory (limit {human(self.memory_max)})"
 
     def end(self) -> None:
         """Kill whatever the repeat left (children that left its process group too)."""
         if self.group is not None:
+            self.oom_kills = self.group.oom_kills()
             self.group.remove()
 
 
@@ -54,7 +56,8 @@ class Confinement:
         self.owner = Owner.current()
         found = find_hierarchy()
         self.hierarchy = found if isinstance(found, Hierarchy) else None
-        self.memory_max = repeat_limit() if self.hierarchy else None
+        limit = repeat_limit()  # checked also where it cannot apply
+        self.memory_max = limit if self.hierarchy else None
         self.group: Group | None = None
         if self.hierarchy is None:
             warn(

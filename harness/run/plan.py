@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +13,7 @@ from harness.errors import BadInput
 from harness.probes import registry
 from harness.probes.probe import ProbeSpec
 from harness.profiles.settings import ProfileSettings
+from harness.run import bounds
 from harness.suites import Matrix, Suite
 
 ORDERS = ("interleaved", "sequential")
@@ -57,16 +58,16 @@ class Plan:
     probe_overhead: bool = False  # also run each cell without probes and with each alone
     profile: ProfileSettings = DEFAULT_PROFILE
 
-    def schedule(self) -> list[tuple[int, int]]:
-        """(cell index, repeat index) pairs in run order.
+    def schedule(self) -> Iterator[tuple[int, int]]:
+        """(cell index, repeat index) pairs in run order, made as they are taken.
 
         Interleaved runs every cell once per round, so slow drift of the machine (thermal,
         background load) spreads over all cells instead of biasing the last ones.
         """
         cells, rounds = range(len(self.cells)), range(self.repeats)
         if self.order == "interleaved":
-            return [(c, r) for r in rounds for c in cells]
-        return [(c, r) for c in cells for r in rounds]
+            return ((c, r) for r in rounds for c in cells)
+        return ((c, r) for c in cells for r in rounds)
 
     def metrics(self) -> list[Mapping[str, Any]]:
         """The metrics run.json declares: the workload's, then the probes' when there are any."""
@@ -127,6 +128,9 @@ def build_plan(
             f"(valid: {', '.join(valid)})"
         )
     baseline = baseline or _baseline(suite, description)
+    bounds.check_cells(
+        len(chosen_scenarios) * len(chosen) * math.prod(len(v) for v in axes.values())
+    )
     cells = []
     # Several scenarios: the id starts with the scenario (`contended/smart-lifo`).
     prefix = len(chosen_scenarios) > 1

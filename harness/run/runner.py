@@ -59,11 +59,12 @@ def execute(
     """Run every repeat of the plan; returns the final status written to run.json."""
     variants = overhead.variants(plan.probes, plan.probe_overhead)
     main_key = variants[-1][0]
-    runs = [(c, r, v) for c, r in plan.schedule() for v in variants]
+    runs = ((c, r, v) for c, r in plan.schedule() for v in variants)
+    total = len(plan.cells) * plan.repeats * len(variants)
     deadline_s = plan.warmup_s + plan.duration_s + deadline_slack_s
     planned_step_s = plan.warmup_s + plan.duration_s + STARTUP_ESTIMATE_S
     interrupted = False
-    with make_progress(console, len(runs), planned_step_s) as progress:
+    with make_progress(console, total, planned_step_s) as progress:
         for index, (cell_index, repeat, (key, specs)) in enumerate(runs, start=1):
             if stop.requested:
                 interrupted = True
@@ -71,7 +72,7 @@ def execute(
             cell = plan.cells[cell_index]
             step = Step(
                 index=index,
-                total=len(runs),
+                total=total,
                 cell=cell_index + 1,
                 cells=len(plan.cells),
                 repeat=repeat + 1,

@@ -505,6 +505,18 @@ pub fn describe() -> Json {
         "scenarios": scenarios,
         "params": params,
         "metrics": metrics,
+        "needs": needs(),
+    })
+}
+
+/// What one run needs, as expressions the harness evaluates before it starts anything
+/// (docs/workload-contract.md, `needs`): an upper bound, every request in flight at once.
+fn needs() -> Json {
+    json!({
+        "in_flight": "concurrency",
+        "threads_total": "threads + server_threads + executor_threads + computation_threads",
+        "memory_bytes": "48e6 + in_flight * (1024 + 2 * value_bytes) \
+            + threads_total * 2097152 + connections * 262144",
     })
 }
 

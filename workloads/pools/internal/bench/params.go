@@ -413,5 +413,16 @@ func Describe() map[string]any {
 		"params":           params,
 		"metrics":          metrics,
 		"plots":            plots,
+		"needs":            needs,
 	}
+}
+
+// needs is what one run needs, as expressions the harness evaluates before it starts
+// anything (docs/workload-contract.md, `needs`). The trace is generated in full before the
+// run; at worst every request of it waits at once, each a goroutine (~3 KB measured).
+var needs = map[string]string{
+	"trace_s": "trace_duration_s or duration_s",
+	"requests": "(rps * trace_s if decay == 0 else rps * (1 - exp(-decay * trace_s)) / decay) " +
+		"if load == 'trace' else 0",
+	"memory_bytes": "64e6 + requests * 3072 + goroutines * (8192 + alloc_bytes) + idle_conns * 1024",
 }
