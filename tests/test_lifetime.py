@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARNESS, run_harness, runs_dir, sleepy_log
+from conftest import FIXTURES, HARNESS, run_harness, runs_dir, sleepy_log
 from requirements import need
 
 from harness.run.cgroup import Hierarchy, find_hierarchy
@@ -261,3 +262,34 @@ def test_repeats_and_sweeps_are_bounded(harness_env: dict[str, str]) -> None:
         done.stderr
     )
     assert not runs_dir(harness_env).exists()
+
+
+def test_other_workload_processes_are_named_before_the_run(harness_env: dict[str, str]) -> None:
+    stray = subprocess.Popen(
+        [sys.executable, str(FIXTURES / "sleepy" / "sleepy.py"), "serve"],
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        done = run_harness(
+            [
+                "run",
+                "sleepy",
+                "--strategies",
+                "slow",
+                "--repeat",
+                "1",
+                "--duration-s",
+                "0.1",
+                "--warmup-s",
+                "0",
+            ],
+            harness_env,
+        )
+    finally:
+        stray.kill()
+        stray.wait()
+    assert done.returncode == 0, done.stderr
+    assert (
+        "harness: other workload processes are running and will skew the figures: "
+        f"sleepy.py (pid {stray.pid})"
+    ) in done.stderr

@@ -19,7 +19,7 @@ from harness.paths import REPO_ROOT
 from harness.report import write_all
 from harness.results import RunRecord
 from harness.run.bounds import check_plan
-from harness.run.lifetime import open_confinement
+from harness.run.lifetime import open_confinement, workload_binaries
 from harness.run.plan import Plan
 from harness.run.runner import execute
 from harness.run.stop import stop_on_signals
@@ -46,7 +46,7 @@ def run_plan(
 ) -> tuple[RunRecord, str]:
     check_plan(plan, out_dir)
     with stop_on_signals() as stop:
-        confinement = open_confinement(out_dir, [plan.suite.binary])
+        confinement = open_confinement(out_dir, workload_binaries(plan.suite.binary))
         try:
             record = RunRecord.create(
                 out_dir, plan, git=git_info(REPO_ROOT), host=collect_host(), command=command
