@@ -19,6 +19,7 @@ import pytest
 from conftest import FIXTURES, HARNESS, run_harness, runs_dir, sleepy_log
 from requirements import need
 
+from harness.run import abandoned
 from harness.run.cgroup import Hierarchy, find_hierarchy
 from harness.run.leftovers import PERF_PREFIX
 from harness.run.memlimit import human, parse_size
@@ -293,3 +294,42 @@ def test_other_workload_processes_are_named_before_the_run(harness_env: dict[str
         "harness: other workload processes are running and will skew the figures: "
         f"sleepy.py (pid {stray.pid})"
     ) in done.stderr
+
+
+def test_recovery_removes_the_partial_files_of_a_dead_owner(harness_env: dict[str, str]) -> None:
+    done = run_harness(
+        [
+            "run",
+            "sleepy",
+            "--strategies",
+            "slow",
+            "--repeat",
+            "1",
+            "--duration-s",
+            "0.1",
+            "--warmup-s",
+            "0",
+        ],
+        harness_env,
+    )
+    assert done.returncode == 0, done.stderr
+    folder, doc = run_doc(harness_env)
+    # As a harness SIGKILLed in its second repeat, with probes, leaves it.
+    doc["status"], doc["finished_at"] = "running", None
+    doc["owner"] = {**doc["owner"], "start_ticks": doc["owner"]["start_ticks"] + 1}
+    (folder / "run.json").write_text(json.dumps(doc))
+    probes = folder / "probes" / "slow"
+    probes.mkdir(parents=True)
+    partial = [probes / "r2-sched.json", probes / "r2-oncpu.perf.data", folder / ".run.json.1.tmp"]
+    for path in partial:
+        path.write_bytes(b"")
+    (probes / "overhead-none").mkdir()
+    lines = abandoned.recover(runs_dir(harness_env), None)
+    assert lines == [
+        f"{folder}: its harness (pid {doc['owner']['pid']}) died before the run ended (found at "
+        "the next start); 0 leftover workload processes ended, 4 partial files removed"
+    ]
+    assert not any(path.exists() for path in partial) and not (probes / "overhead-none").exists()
+    marked = json.loads((folder / "run.json").read_text())
+    assert marked["status"] == "abandoned" and marked["finished_at"]
+    assert abandoned.recover(runs_dir(harness_env), None) == []  # once only
