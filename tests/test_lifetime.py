@@ -108,10 +108,19 @@ def leftovers_of(token: str, cgroups: Hierarchy | None) -> list[Path]:
     return found
 
 
+@pytest.mark.parametrize("cgroups", ["on", "off"])
 def test_sigkill_of_the_harness_leaves_no_workload_process(
-    harness_env: dict[str, str], tmp_path: Path
+    harness_env: dict[str, str], tmp_path: Path, cgroups: str
 ) -> None:
+    """With cgroups off (or unavailable) the guardian finds the processes by their marker."""
+    harness_env["HARNESS_CGROUPS"] = cgroups
     proc, pid = start_in_window(harness_env, tmp_path)
+    if cgroups == "off":
+        assert proc.stderr is not None
+        assert proc.stderr.readline() == (
+            "harness: no memory limit per repeat (HARNESS_CGROUPS=off); if the harness dies, "
+            "its workload's processes are still ended, found by their HARNESS_OWNER marker\n"
+        )
     (entry,) = sleepy_log(harness_env)
     _, doc = run_doc(harness_env)
     assert doc["status"] == "running" and doc["owner"]["pid"] == pid

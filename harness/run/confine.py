@@ -61,8 +61,8 @@ class Confinement:
         self.group: Group | None = None
         if self.hierarchy is None:
             warn(
-                f"no memory limit per repeat: {found}; the workload's processes are ended "
-                "with the harness through their process group and the parent-death signal"
+                f"no memory limit per repeat ({found}); if the harness dies, its workload's "
+                f"processes are still ended, found by their {leftovers.ENV_MARK} marker"
             )
         else:
             self.group = Group(self.hierarchy, self.hierarchy.root / self.owner.token)
