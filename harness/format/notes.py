@@ -14,6 +14,7 @@ STATUS_NOTES = {
     "partial": ("yellow", "some repeats failed; figures use the successful repeats only"),
     "interrupted": ("yellow", "the run was stopped early; figures cover what finished"),
     "failed": ("bold red", "no cell produced a result"),
+    "abandoned": ("bold red", "its harness died before the end; figures cover what finished"),
 }
 
 
