@@ -55,8 +55,10 @@ def run_plan(
             confinement.watch(record.run_dir)
             status = execute(plan, record, consoles.stderr(), stop, slack_s, confinement)
             reports = write_all(record.run_dir)
-        finally:
-            confinement.close()
+        except BaseException:
+            confinement.close(finished=False)  # a run left `running` is marked abandoned
+            raise
+        confinement.close()
     tables.print_run(jsonfile.as_json(record.run), table_console)
     for path in reports:
         print(f"{path.name}: {path}", file=sys.stderr if table_console.stderr else sys.stdout)

@@ -81,7 +81,9 @@ class Confinement:
             group = Group(self.group.hierarchy, self.group.path / f"r{self.repeats}")
         return RepeatBox(group, self.memory_max, self.owner.token)
 
-    def close(self) -> None:
+    def close(self, finished: bool = True) -> None:
+        """finished=False (the harness is failing): the guardian ends the workload's processes
+        and marks the run abandoned, as if the harness had been killed."""
         if self.group is not None:
             self.group.remove()
-        self.guardian.close()
+        self.guardian.close(finished)

@@ -42,8 +42,12 @@ class Guardian:
     def watch(self, run_dir: Path) -> None:
         os.write(self.pipe, f"{run_dir}\n".encode())
 
-    def close(self) -> None:
-        """The harness ends normally: the guardian leaves without doing anything."""
+    def close(self, finished: bool = True) -> None:
+        """finished: the harness ends normally, and the guardian leaves without doing anything;
+        otherwise the guardian cleans up as if the harness had died."""
+        if not finished:
+            os.close(self.pipe)
+            return  # it works on after the harness has exited
         with contextlib.suppress(OSError):  # it died: nothing to tell it
             os.write(self.pipe, f"{DONE}\n".encode())
         os.close(self.pipe)
