@@ -17,6 +17,7 @@ from harness.commands.parsing import (
     names,
     non_negative_float,
     positive_float,
+    positive_int,
 )
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
 from harness.commands.runs import deadline_slack_s, run_plan, status_exit
@@ -24,7 +25,7 @@ from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
 from harness.results import check_out_dir
-from harness.run.bounds import MAX_CELLS, MAX_REPEATS, MAX_STEPS, repeat_count
+from harness.run.bounds import MAX_CELLS, MAX_REPEATS, MAX_STEPS
 from harness.run.plan import ORDERS, build_plan
 from harness.rundoc import jsonfile
 from harness.runlock import RunLock
@@ -103,7 +104,7 @@ def add_parser(commands: Commands) -> None:
     )
     p.add_argument(
         "--repeat",
-        type=repeat_count,
+        type=_repeat_count,
         default=5,
         metavar="N",
         help=f"repeats of every cell (default: 5, at most {MAX_REPEATS}); a run has at most "
@@ -170,6 +171,13 @@ def handle(args: argparse.Namespace) -> int:
     where = sys.stderr if args.json else sys.stdout
     print(f"run directory: {record.run_dir}", file=where, flush=True)
     return status_exit(record, status)
+
+
+def _repeat_count(text: str) -> int:
+    value = positive_int(text)
+    if value > MAX_REPEATS:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_REPEATS}, got {text!r}")
+    return value
 
 
 def _sweep(pairs: Sequence[str]) -> dict[str, list[object]]:

@@ -4,7 +4,6 @@ bound is refused with exit 2, naming the figure and the limit."""
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,19 +18,6 @@ if TYPE_CHECKING:  # the plan checks its cells with check_cells
 MAX_REPEATS = 1000
 MAX_CELLS = 10_000
 MAX_STEPS = 100_000  # repeats of every cell, all cells together
-
-
-def repeat_count(text: str) -> int:
-    """--repeat: an integer in 1..MAX_REPEATS."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_REPEATS:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer from 1 to {MAX_REPEATS}, got {text!r}"
-        )
-    return value
 
 
 def check_cells(count: int) -> None:
