@@ -13,6 +13,7 @@ from conftest import only_run, run_harness
 from harness.errors import BadInput
 from harness.paths import REPO_ROOT
 from harness.probes import btmaps, overhead
+from harness.probes.bpftrace import failed_only_in_teardown
 from harness.probes.log2 import hist_quantile
 from harness.probes.metrics import per_op_metrics
 from harness.probes.probe import ProbeResult
@@ -120,6 +121,19 @@ def test_bpftrace_window_difference() -> None:
         "@ns": [{"min": 8, "max": 15, "count": 5}, {"min": 16, "max": 31, "count": 1}],
     }
     assert skipped == ["@name", "@s"]
+
+
+def test_a_failure_to_close_at_exit_keeps_the_window() -> None:
+    """bpftrace 0.17 exits non-zero when closing a uprobe's fd fails in its destructor,
+    after printing its final maps (seen under load in test_probe_a_running_process)."""
+    teardown = (
+        "ERROR: failed to close perf event FDs for probe: "
+        "uprobe:/lib/x86_64-linux-gnu/libc.so.6:pthread_mutex_lock"
+    )
+    assert failed_only_in_teardown([teardown])
+    assert failed_only_in_teardown(["Attaching 3 probes...", teardown])
+    assert not failed_only_in_teardown([])
+    assert not failed_only_in_teardown(["ERROR: Could not resolve symbol: x", teardown])
 
 
 def test_the_start_snapshot_is_the_first_run_of_maps() -> None:
