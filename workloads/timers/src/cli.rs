@@ -255,7 +255,8 @@ fn execute(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
     let server = ServerProcess::spawn(&exe, &server_args(params))?;
     let runtime = plan.kind.build_runtime(params.threads)?;
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], server.port()));
-    let bench = runtime.block_on(Bench::connect(plan.kind, params, addr, None))?;
+    let mut bench = runtime.block_on(Bench::connect(plan.kind, params, addr, None))?;
+    bench.measure_server_cpu(server.pid());
     emit(&json!({"event": "ready", "pids": [std::process::id(), server.pid()]}));
     if gate {
         let mut line = String::new();

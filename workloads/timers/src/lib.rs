@@ -8,6 +8,7 @@ pub mod cli;
 pub mod client;
 pub mod completion;
 pub mod connection;
+pub mod cpu_time;
 pub mod deadline_tracker;
 pub mod handler_map;
 pub mod metrics;

@@ -488,6 +488,11 @@ pub fn describe() -> Json {
     for p in ["p50", "p90", "p99", "p999", "max", "mean"] {
         metrics.push(json!({"name": format!("latency_ns.{p}"), "unit": "ns", "better": "lower"}));
     }
+    for role in ["client", "server"] {
+        metrics.push(
+            json!({"name": format!("{role}_cpu_ns_per_op"), "unit": "ns", "better": "lower"}),
+        );
+    }
     for (name, unit) in [
         ("timeouts", "requests"),
         ("errors", "requests"),

@@ -339,6 +339,20 @@ fn gated_run_follows_the_contract() {
         assert!(r["timer"][k].is_u64(), "timer.{k} in {r}");
     }
     assert_eq!(r["timer"]["fired"], r["timeouts"]);
+    // CPU per op per role: per-op x answered requests is the role's CPU time over the
+    // window, which no more than every CPU of the machine can have spent in it.
+    let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+    let window_ns = r["duration_s"].as_f64().unwrap() * 1e9;
+    for role in ["client", "server"] {
+        let cpu = n(&format!("{role}_cpu_ns")) as f64;
+        let per_op = r[format!("{role}_cpu_ns_per_op")].as_f64().unwrap();
+        assert!(per_op > 0.0, "{role} in {r}");
+        assert!(
+            (per_op * n("ok") as f64 - cpu).abs() <= 1.0 + cpu * 1e-9,
+            "{role} in {r}"
+        );
+        assert!(cpu <= cpus * window_ns + 1e6, "{role} in {r}");
+    }
     assert!(wait_gone(pids[1]), "the server outlived the run");
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -259,6 +260,19 @@ func checkResult(t *testing.T, res map[string]any) {
 	}
 	if res["ops"].(float64) <= 0 {
 		t.Error("no ops")
+	}
+	// CPU per op: cpu_ns_per_op x ops is the window's process CPU time, which no more than
+	// every CPU can have spent over the window (a 1 ms slack for the reads' edges).
+	perOp, ok1 := res["cpu_ns_per_op"].(float64)
+	cpu, ok2 := res["cpu_ns"].(float64)
+	if !ok1 || !ok2 || perOp <= 0 {
+		t.Fatalf("cpu_ns_per_op %v, cpu_ns %v", res["cpu_ns_per_op"], res["cpu_ns"])
+	}
+	if got := perOp * res["ops"].(float64); math.Abs(got-cpu) > 1+cpu*1e-9 {
+		t.Errorf("cpu_ns_per_op x ops = %v, cpu_ns = %v", got, cpu)
+	}
+	if limit := float64(runtime.NumCPU())*res["window_s"].(float64)*1e9 + 1e6; cpu > limit {
+		t.Errorf("cpu_ns %v over %d CPUs x the window (%v ns)", cpu, runtime.NumCPU(), limit)
 	}
 }
 

@@ -182,6 +182,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // gcSnapshot is the runtime's GC counters at a window edge. Neither read stops the
 // world (runtime/metrics and debug.ReadGCStats take the heap lock only).
 type gcSnapshot struct {
+	// cpu is the process's CPU time (user + system, every thread) at the edge, for
+	// cpu_ns_per_op.
+	cpu        time.Duration
 	cycles     uint64
 	numGC      int64
 	pauseTotal time.Duration
@@ -194,7 +197,7 @@ func readGC() gcSnapshot {
 	metrics.Read(samples)
 	var st debug.GCStats
 	debug.ReadGCStats(&st)
-	s := gcSnapshot{numGC: st.NumGC, pauseTotal: st.PauseTotal, pauses: st.Pause}
+	s := gcSnapshot{cpu: processCPU(), numGC: st.NumGC, pauseTotal: st.PauseTotal, pauses: st.Pause}
 	if samples[0].Value.Kind() == metrics.KindUint64 {
 		s.cycles = samples[0].Value.Uint64()
 	}
@@ -264,6 +267,10 @@ func execute(pl *plan, stdin io.Reader, emit func(map[string]any)) (*outcome, er
 	result["ops_per_sec"] = float64(m.ops) / window
 	if m.ops > 0 {
 		result["ns_per_op"] = window * 1e9 / float64(m.ops)
+	}
+	if cpu := m.gc1.cpu - m.gc0.cpu; m.ops > 0 && cpu > 0 {
+		result["cpu_ns"] = int64(cpu)
+		result["cpu_ns_per_op"] = float64(cpu) / float64(m.ops)
 	}
 	result["timeouts"] = m.timeouts
 	result["errors"] = m.errors
