@@ -17,6 +17,7 @@ use crate::params::{self, BadInput, Params, Scenario};
 use crate::process::{self, ServerProcess};
 use crate::server::{Server, ServerConfig};
 use crate::strategy::StrategyKind;
+use crate::timer_ops;
 
 /// Name of the binary built against tokio 1.37.
 pub const LEGACY_BIN: &str = "timers-bench-legacy";
@@ -199,6 +200,11 @@ fn plan(flavor: Flavor, args: &RunArgs) -> Result<Plan, BadInput> {
     }
     let scenario = params::scenario(args.scenario.as_deref())?;
     let params = params::resolve(Some(scenario), &args.params)?;
+    if scenario.name == timer_ops::SCENARIO {
+        if let Some(reason) = timer_ops::unsupported(kind) {
+            return Err(BadInput(reason));
+        }
+    }
     Ok(Plan {
         kind,
         scenario,
@@ -247,8 +253,57 @@ fn emit(line: &Json) {
     println!("{line}");
 }
 
+fn wait_for_gate(gate: bool) -> Result<(), String> {
+    if gate {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| format!("cannot read the gate line from stdin: {e}"))?;
+    }
+    Ok(())
+}
+
+fn phase_event(event: RunEvent) {
+    emit(&match event {
+        RunEvent::MeasureStart => json!({"event": "measure_start"}),
+        RunEvent::MeasureEnd => json!({"event": "measure_end"}),
+    })
+}
+
+/// Runs the `timer-ops` scenario: one process, no server.
+fn execute_timer_ops(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
+    let params = &plan.params;
+    let runtime = plan.kind.build_runtime(params.threads)?;
+    emit(&json!({"event": "ready", "pids": [std::process::id()]}));
+    wait_for_gate(gate)?;
+    let report = timer_ops::run(
+        &runtime,
+        plan.kind,
+        params,
+        plan.warmup,
+        plan.duration,
+        phase_event,
+    )?;
+    let mut result = json!({
+        "event": "result",
+        "strategy": plan.kind.name(),
+        "scenario": plan.scenario.name,
+        "params": params.to_json(),
+    });
+    result
+        .as_object_mut()
+        .expect("object literal")
+        .extend(report.metrics_json());
+    emit(&result);
+    Ok(report.violations())
+}
+
 /// Runs a validated plan; returns the correctness violations (empty = sound).
 fn execute(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
+    if plan.scenario.name == timer_ops::SCENARIO {
+        return execute_timer_ops(plan, gate);
+    }
     let params = &plan.params;
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
     // Spawned from the main thread, which lives as long as the process (see spawn).
@@ -258,19 +313,8 @@ fn execute(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
     let mut bench = runtime.block_on(Bench::connect(plan.kind, params, addr, None))?;
     bench.measure_server_cpu(server.pid());
     emit(&json!({"event": "ready", "pids": [std::process::id(), server.pid()]}));
-    if gate {
-        let mut line = String::new();
-        std::io::stdin()
-            .lock()
-            .read_line(&mut line)
-            .map_err(|e| format!("cannot read the gate line from stdin: {e}"))?;
-    }
-    let report = runtime.block_on(bench.run(plan.warmup, plan.duration, |event| {
-        emit(&match event {
-            RunEvent::MeasureStart => json!({"event": "measure_start"}),
-            RunEvent::MeasureEnd => json!({"event": "measure_end"}),
-        })
-    }))?;
+    wait_for_gate(gate)?;
+    let report = runtime.block_on(bench.run(plan.warmup, plan.duration, phase_event))?;
     let mut result = json!({
         "event": "result",
         "strategy": plan.kind.name(),

@@ -20,3 +20,4 @@ mod resolver;
 pub mod router;
 pub mod server;
 pub mod strategy;
+pub mod timer_ops;

@@ -75,6 +75,14 @@ pub const SCENARIOS: &[Scenario] = &[
             ("timeout_ms", Value::Int(100)),
         ],
     },
+    Scenario {
+        name: "timer-ops",
+        help: "timer micro-costs in process, no network: tasks arm the strategy's timeout, a partner task completes the op after service_time_us (0: a yield), the timeout is cancelled; ns_per_op is CPU per op (deadline-tracker does not run it)",
+        params: &[
+            ("concurrency", Value::Int(64)),
+            ("service_time_us", Value::Int(0)),
+        ],
+    },
 ];
 
 /// Request payloads, as cql-stress sizes a write or a read.
@@ -485,6 +493,9 @@ pub fn describe() -> Json {
         .map(|s| json!({"name": s.name(), "help": s.help()}))
         .collect();
     let mut metrics = vec![json!({"name": "ops_per_sec", "unit": "ops/s", "better": "higher"})];
+    // timer-ops: the process's CPU time per timed operation.
+    metrics
+        .push(json!({"name": "ns_per_op", "unit": "ns", "better": "lower", "label": "CPU ns/op"}));
     for p in ["p50", "p90", "p99", "p999", "max", "mean"] {
         metrics.push(json!({"name": format!("latency_ns.{p}"), "unit": "ns", "better": "lower"}));
     }
