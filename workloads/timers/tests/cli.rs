@@ -57,7 +57,7 @@ fn describe_is_the_contract_document() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(scenarios, ["steady", "slow-tail"]);
+    assert_eq!(scenarios, ["steady", "slow-tail", "timer-ops"]);
     assert_eq!(d["scenarios"][1]["params"]["timeout_ms"], 100);
     let params = d["params"].as_array().unwrap();
     for name in [
