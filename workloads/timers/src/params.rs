@@ -494,8 +494,7 @@ pub fn describe() -> Json {
         .collect();
     let mut metrics = vec![json!({"name": "ops_per_sec", "unit": "ops/s", "better": "higher"})];
     // timer-ops: the process's CPU time per timed operation.
-    metrics
-        .push(json!({"name": "ns_per_op", "unit": "ns", "better": "lower", "label": "CPU ns/op"}));
+    metrics.push(json!({"name": "cpu_ns_per_op", "unit": "ns", "better": "lower"}));
     for p in ["p50", "p90", "p99", "p999", "max", "mean"] {
         metrics.push(json!({"name": format!("latency_ns.{p}"), "unit": "ns", "better": "lower"}));
     }
