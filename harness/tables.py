@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.format.cells import cell_summary, param_text, varying_params
+from harness.format.cpu_notes import cpu_notes
 from harness.format.metrics import (
     PERCENT_METRICS,
     TRAILING_METRICS,
@@ -359,6 +360,8 @@ def print_run(doc: Mapping[str, Any], console: Console) -> None:
             console.print(line)
     for note in notes(shown) + probe_notes(cells):
         console.print(Text(note, style="yellow"))
+    for note in cpu_notes(comparisons, metric, labels, varying_params(cells)):
+        console.print(Text(note, style="cyan"))
     overhead = overhead_table(doc)
     if overhead is not None:
         console.print(overhead)
