@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.format.cells import cell_summary, param_text, varying_params
+from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts, value_text
 from harness.format.metrics import ratio_metric, report_labels
 from harness.format.notes import STATUS_NOTES, notes, probe_notes
 from harness.format.numbers import DASH, TIMES, human, human_ratio, percent
 from harness.probes import registry
 from harness.report import data
+from harness.report.charts import write_charts
 from harness.report.data import Code, Finding, Flame, Labeller
 from harness.results import write_atomic
 from harness.rundoc.files import run_file
@@ -149,9 +151,10 @@ class Page:
             f"<style>{CSS}</style></head><body>",
         )
         self.header(title)
+        self.charts()
         self.contents()
-        self.findings()
         self.summary()
+        self.findings()
         self.plots()
         self.failures()
         self.overhead()
@@ -212,11 +215,33 @@ class Page:
             self.add(f"<dt>{esc(term)}</dt><dd>{value}</dd>")
         self.add("</dl></header>")
 
+    def charts(self) -> None:
+        """Charts first (harness/report/charts.py): per scenario, the ratios to the baseline
+        with their intervals, then the latency percentiles; the CPU-per-op note under them."""
+        drawn = write_charts(self.doc, self.run_dir)
+        if not drawn:
+            return
+        self.add('<section id="charts"><h2>At a glance</h2>')
+        for chart in drawn:
+            href = run_file(self.run_dir, chart.path)
+            if href is None:
+                continue
+            self.add(
+                f'<figure class="plot chart chart-{esc(chart.kind)}">',
+                f"<figcaption><b>{esc(chart.title)}</b> · "
+                f'<a href="{esc(href)}">open</a></figcaption>',
+                f'<img src="{esc(href)}" alt="{esc(chart.title)}">',
+                "</figure>",
+            )
+        for note in cpu_notes(self.entries, self.metric, self.labels, varying_params(self.cells)):
+            self.add(f'<p class="note cpu-note">{esc(note)}</p>')
+        self.add("</section>")
+
     def contents(self) -> None:
         self.add(
             "<nav><h2>Contents</h2><ul>",
-            '<li><a href="#findings">Findings</a></li>',
             '<li><a href="#summary">Summary tables</a></li>',
+            '<li><a href="#findings">Findings</a></li>',
             '<li><a href="#plots">Plots</a></li>',
             '<li><a href="#failures">Failures</a></li>',
         )
