@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness import stats
+from harness import stability, stats
 from harness.errors import BadInput
 from harness.rundoc import jsonfile
 from harness.rundoc.model import (
@@ -181,6 +181,9 @@ class RunRecord:
             name: Summary.model_validate(figures)
             for name, figures in stats.summarize_cell(cell.repeats).items()
         }
+        headline = [m.name for m in self.run.metrics if m.headline] or ["ops_per_sec"]
+        watched = [*headline[:1], *stability.CPU_METRIC_NAMES]
+        cell.stability = stability.cell_warnings(cell.repeats, watched) or None
 
     def add_failure(self, index: int, failure: Failure) -> None:
         self.cell(index).failures.append(failure)

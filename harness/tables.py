@@ -33,6 +33,7 @@ from harness.format.numbers import (
     join_range,
     percent,
 )
+from harness.stability import stability_notes
 from harness.stats import CONFIDENCE, compare_cells, params_key
 
 Layout = Literal["wide", "narrow", "stacked"]
@@ -362,6 +363,8 @@ def print_run(doc: Mapping[str, Any], console: Console) -> None:
         console.print(Text(note, style="yellow"))
     for note in cpu_notes(comparisons, metric, labels, varying_params(cells)):
         console.print(Text(note, style="cyan"))
+    for note in stability_notes(cells, labels):
+        console.print(Text(note, style="magenta"))
     overhead = overhead_table(doc)
     if overhead is not None:
         console.print(overhead)

@@ -24,6 +24,7 @@ CHECK_NAMES = [
     "turbo",
     "smt",
     "isolated_cpus",
+    "background_load",
     "fio",
     "tracefs",
     "probe sched",

@@ -26,6 +26,7 @@ from harness.report.data import Code, Finding, Flame, Labeller
 from harness.results import write_atomic
 from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import as_json, load_run
+from harness.stability import stability_notes
 from harness.stats import CONFIDENCE
 
 CSS = """
@@ -235,6 +236,8 @@ class Page:
             )
         for note in cpu_notes(self.entries, self.metric, self.labels, varying_params(self.cells)):
             self.add(f'<p class="note cpu-note">{esc(note)}</p>')
+        for note in stability_notes(self.cells, self.labels):
+            self.add(f'<p class="note stability-note">{esc(note)}</p>')
         self.add("</section>")
 
     def contents(self) -> None:

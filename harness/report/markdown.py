@@ -23,6 +23,7 @@ from harness.report.data import Code, Finding, Labeller
 from harness.results import write_atomic
 from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import as_json, load_run
+from harness.stability import stability_notes
 
 # Figures next to the headline metric, when some cell of the scenario has them.
 SIDE_METRICS = ("latency_ns.p99", "mutex_share", "futex_wait_ns_per_op", "ctx_switches_per_op")
@@ -124,6 +125,8 @@ class Summary:
                 self.add(f"![{text(chart.title)}]({href})", "")
         entries = data.comparisons(self.doc, self.metric)
         for note in cpu_notes(entries, self.metric, self.labels, varying_params(self.cells)):
+            self.add(f"> {text(note)}", "")
+        for note in stability_notes(self.cells, self.labels):
             self.add(f"> {text(note)}", "")
 
     def what_was_run(self) -> None:

@@ -302,6 +302,9 @@ class Cell(Record):
     probe_overhead: Absent[Ratios] = None
     """--probe-overhead: probe set -> median ops/s with it / without probes (null: a side
     has no repeat)."""
+    stability: Absent[dict[str, list[str]]] = None
+    """Metric (the headline one, CPU per op) -> its stability warnings over the repeats
+    (spread, bimodal, drift: harness/stability.py); absent when there are none."""
 
 
 class Comparison(Record):
