@@ -214,15 +214,26 @@ impl Report {
     }
 
     /// `<role>_cpu_ns` and `<role>_cpu_ns_per_op` (CPU time over the window per answered
-    /// request, the ops of `ops_per_sec`) for the roles whose CPU time was read.
+    /// request, the ops of `ops_per_sec`) for the roles whose CPU time was read;
+    /// `cpu_ns_per_op` is both processes together.
     fn cpu_json(&self, out: &mut Map<String, Json>) {
-        for (role, cpu) in [("client", self.client_cpu), ("server", self.server_cpu)] {
+        let both = self.client_cpu.zip(self.server_cpu).map(|(c, s)| c + s);
+        for (role, cpu) in [
+            ("client", self.client_cpu),
+            ("server", self.server_cpu),
+            ("", both),
+        ] {
+            let role = if role.is_empty() {
+                String::new()
+            } else {
+                format!("{role}_")
+            };
             let Some(cpu) = cpu else { continue };
             let ns = u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX);
-            out.insert(format!("{role}_cpu_ns"), json!(ns));
+            out.insert(format!("{role}cpu_ns"), json!(ns));
             if self.stats.ok > 0 {
                 out.insert(
-                    format!("{role}_cpu_ns_per_op"),
+                    format!("{role}cpu_ns_per_op"),
                     json!(ns as f64 / self.stats.ok as f64),
                 );
             }
@@ -361,6 +372,7 @@ mod tests {
         assert_eq!(m["client_cpu_ns"], 4_000_000);
         assert_eq!(m["client_cpu_ns_per_op"], 2_000_000.0);
         assert!(!m.contains_key("server_cpu_ns_per_op"));
+        assert!(!m.contains_key("cpu_ns_per_op"), "both roles or no total");
         assert!(r.violations().is_empty(), "{:?}", r.violations());
     }
 

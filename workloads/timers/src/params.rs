@@ -493,7 +493,8 @@ pub fn describe() -> Json {
         .map(|s| json!({"name": s.name(), "help": s.help()}))
         .collect();
     let mut metrics = vec![json!({"name": "ops_per_sec", "unit": "ops/s", "better": "higher"})];
-    // timer-ops: the process's CPU time per timed operation.
+    // CPU per op of every process of the run (timer-ops: its one process; else client and
+    // server together).
     metrics.push(json!({"name": "cpu_ns_per_op", "unit": "ns", "better": "lower"}));
     for p in ["p50", "p90", "p99", "p999", "max", "mean"] {
         metrics.push(json!({"name": format!("latency_ns.{p}"), "unit": "ns", "better": "lower"}));

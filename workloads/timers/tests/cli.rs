@@ -353,6 +353,7 @@ fn gated_run_follows_the_contract() {
         );
         assert!(cpu <= cpus * window_ns + 1e6, "{role} in {r}");
     }
+    assert_eq!(n("cpu_ns"), n("client_cpu_ns") + n("server_cpu_ns"));
     assert!(wait_gone(pids[1]), "the server outlived the run");
 }
 
