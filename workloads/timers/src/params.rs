@@ -578,7 +578,10 @@ mod tests {
         assert!(err(&["slow_fraction=NaN"]).contains("'slow_fraction'"));
         assert!(err(&["concurrency"]).starts_with("bad --param 'concurrency'"));
         let e = scenario(Some("burst")).unwrap_err().0;
-        assert_eq!(e, "unknown scenario 'burst' (valid: steady, slow-tail)");
+        assert_eq!(
+            e,
+            "unknown scenario 'burst' (valid: steady, slow-tail, timer-ops)"
+        );
     }
 
     #[test]
