@@ -6,6 +6,8 @@ per scenario from what the repeats report (all repeats of a cell pooled):
   CDFs;
 - `per_connection`: fields with one number per connection; per field, every strategy's
   connections ranked by it.
+- `series`: fields with one number per sampling period of the measured window (a time
+  series); per field, every strategy's median over its repeats, sample by sample.
 A plot is skipped for a scenario whose repeats have none of its (first) field. run.json
 `plots` lists them: {scenario, kind (the plot's name), path `plots/<scenario>.<name>.png`}.
 """
@@ -107,8 +109,40 @@ def per_connection(scenario: str, spec: PlotSpec, cells: Sequence[Cell], path: P
     return True
 
 
+def series_medians(cell: Cell, field: str) -> list[float]:
+    """Sample i -> the median over the cell's repeats that have a sample i."""
+    runs = [[float(v) for v in repeat.get(field) or []] for repeat in cell.repeats]
+    medians: list[float] = []
+    for i in range(max((len(r) for r in runs), default=0)):
+        column = sorted(r[i] for r in runs if i < len(r))
+        mid = len(column) // 2
+        medians.append(column[mid] if len(column) % 2 else (column[mid - 1] + column[mid]) / 2)
+    return medians
+
+
+def time_series(scenario: str, spec: PlotSpec, cells: Sequence[Cell], path: Path) -> bool:
+    if not any(series_medians(cell, spec.series[0].name) for cell in cells):
+        return False
+    fig, axes = plt.subplots(1, len(spec.series), figsize=(13, 4), squeeze=False)
+    for ax, series in zip(axes[0], spec.series, strict=True):
+        for cell in cells:
+            values = series_medians(cell, series.name)
+            if values:
+                ax.plot(range(1, len(values) + 1), values, marker=".", label=cell.strategy)
+        ax.set_xlabel("sample of the measured window")
+        ax.set_ylabel(f"{series.label} (median of repeats)")
+        ax.set_title(series.label)
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0][0].legend()
+    fig.suptitle(f"{scenario}: {spec.title}")
+    _save(fig, path)
+    return True
+
+
 # How each chart of describe.CHARTS is drawn.
-DRAW: dict[str, Draw] = {"cdf": cdf, "per_connection": per_connection}
+DRAW: dict[str, Draw] = {"cdf": cdf, "per_connection": per_connection, "series": time_series}
 
 
 def write_plots(run_dir: Path, cells: Sequence[Cell], specs: Sequence[PlotSpec]) -> list[Plot]:

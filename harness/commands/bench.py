@@ -17,6 +17,7 @@ from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
 from harness.results import check_out_dir
 from harness.run.plan import plan_matrix
+from harness.run.precheck import check_cells
 from harness.runlock import RunLock
 
 
@@ -68,6 +69,7 @@ def handle(args: argparse.Namespace) -> int:
             matrix = suite.quick if args.quick else suite.bench
             try:
                 plan = plan_matrix(suite, describe(suite), matrix, cpus, probes)
+                check_cells(plan)
                 plans.append(replace(plan, profile=profile_settings(args)))
             except BadInput as err:
                 raise BadInput(f"suite '{suite.name}': {err}") from err

@@ -26,6 +26,7 @@ from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
 from harness.results import check_out_dir
 from harness.run.plan import ORDERS, build_plan
+from harness.run.precheck import check_cells
 from harness.rundoc import jsonfile
 from harness.runlock import RunLock
 
@@ -160,6 +161,7 @@ def handle(args: argparse.Namespace) -> int:
             baseline=args.baseline,
             profile=profile_settings(args),
         )
+        check_cells(plan)
         check_out_dir(out_dir)
         table_console = consoles.stderr() if args.json else consoles.stdout()
         record, status = run_plan(plan, out_dir, args.command_line, slack_s, table_console)
