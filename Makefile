@@ -7,11 +7,13 @@ VENV := .venv
 HARNESS := $(VENV)/bin/harness
 TIMERS := workloads/timers
 POOLS := workloads/pools
+TOKENBUCKET := workloads/tokenbucket
 # Flame graph tools from crates.io, pinned, installed into the repo (not the user's ~/.cargo).
 INFERNO_VERSION := 0.12.8
 TOOLS := .tools
 # Model-checking build of the timers crate: a cfg of our own (tokio reacts to plain `loom`).
 LOOM_RUSTFLAGS := --cfg timers_loom --cfg tokio_unstable -C force-frame-pointers=yes
+TOKENBUCKET_LOOM_RUSTFLAGS := --cfg token_bucket_loom -C force-frame-pointers=yes
 
 SUITES ?=
 QUICK ?=
@@ -63,6 +65,8 @@ lint: python-env
 	cd $(TIMERS) && cargo fmt --manifest-path legacy/Cargo.toml --check
 	cd $(TIMERS) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(TIMERS) && cargo clippy --locked --manifest-path legacy/Cargo.toml -- -D warnings
+	cd $(TOKENBUCKET) && cargo fmt --all --check
+	cd $(TOKENBUCKET) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(POOLS) && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above" >&2; exit 1; }
 	cd $(POOLS) && go vet ./...
 	$(VENV)/bin/ruff check harness tests
@@ -72,6 +76,7 @@ lint: python-env
 test-rust:
 	cd $(TIMERS) && cargo test --locked --workspace
 	cd $(TIMERS) && cargo test --locked --manifest-path legacy/Cargo.toml
+	cd $(TOKENBUCKET) && cargo test --locked --workspace
 
 # A loom run that runs no test (a cfg that compiles every model out, a filter that matches
 # nothing) passes in cargo's eyes: it must report at least one passed test here.
@@ -80,6 +85,11 @@ test-loom:
 		--test loom_armable_timer --target-dir target/loom 2>&1 | tee target/loom.log
 	@grep -Eq '^test result: ok\. [1-9][0-9]* passed' $(TIMERS)/target/loom.log || { \
 		echo "test-loom: no loom model ran (see $(TIMERS)/target/loom.log)" >&2; exit 1; }
+	cd $(TOKENBUCKET) && mkdir -p target && RUSTFLAGS="$(TOKENBUCKET_LOOM_RUSTFLAGS)" cargo test \
+		--locked --release -p token_bucket --test loom_shared_token_bucket --target-dir target/loom \
+		2>&1 | tee target/loom.log
+	@grep -Eq '^test result: ok\. [1-9][0-9]* passed' $(TOKENBUCKET)/target/loom.log || { \
+		echo "test-loom: no loom model ran (see $(TOKENBUCKET)/target/loom.log)" >&2; exit 1; }
 
 test-go:
 	cd $(POOLS) && go test -race -count=1 ./...
@@ -99,5 +109,5 @@ schema: python-env
 	$(VENV)/bin/python -m harness.rundoc.schema > docs/run.schema.json
 
 clean:
-	rm -rf $(VENV) $(TIMERS)/target $(TOOLS) $(POOLS)/bin
+	rm -rf $(VENV) $(TIMERS)/target $(TOKENBUCKET)/target $(TOOLS) $(POOLS)/bin
 	$(MAKE) -C bpf clean

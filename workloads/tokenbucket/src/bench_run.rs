@@ -100,7 +100,7 @@ fn run_with<R: Rovers + 'static>(
     let window = Arc::new(Window::default());
     let start = Arc::new(Barrier::new(params.shards + 1));
     let cpus = cpu_pinning::allowed_cpus();
-    let pin = cpus.len() >= params.shards;
+    let pin = params.pin && cpus.len() >= params.shards;
     let counters: Vec<Arc<ShardCounters>> = (0..params.shards)
         .map(|_| Arc::new(ShardCounters::default()))
         .collect();

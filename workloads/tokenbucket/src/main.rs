@@ -43,6 +43,21 @@ enum Command {
     Describe,
     /// Run one strategy, print JSON events and the result.
     Run(RunArgs),
+    /// Check the arguments `run` would get (exit 0, or 2 naming the bad input); runs nothing.
+    Check(CheckArgs),
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// Strategy (see `describe`).
+    #[arg(long)]
+    strategy: String,
+    /// Scenario (default: sleeping).
+    #[arg(long)]
+    scenario: Option<String>,
+    /// Parameter override, repeatable.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
 }
 
 #[derive(Args)]
@@ -89,6 +104,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Run(args) => run(args),
+        Command::Check(args) => check(&args),
     }
 }
 
@@ -101,7 +117,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            eprintln!("error: missing command (valid: describe, run)");
+            eprintln!("error: missing command (valid: describe, run, check)");
             return ExitCode::from(2);
         }
         _ => {}
@@ -144,6 +160,20 @@ fn plan(args: &RunArgs) -> Result<Plan, BadInput> {
         duration: seconds("duration-s", &args.duration_s, true)?,
         warmup: seconds("warmup-s", &args.warmup_s, false)?,
     })
+}
+
+fn check(args: &CheckArgs) -> ExitCode {
+    let checked = Strategy::from_name(&args.strategy).and_then(|_| {
+        let scenario = params::scenario(args.scenario.as_deref())?;
+        params::resolve(Some(scenario), &args.params)
+    });
+    match checked {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn emit(line: &Json) {
