@@ -58,7 +58,8 @@ def test_every_strategy_runs_with_a_schema_valid_run_json_and_plots(
         assert sum(shards) <= 2 * 1_000_000 * window + 500
         assert len(repeat["tokens_per_sec_series"]) >= 1
         assert repeat["params"]["limit"] == 500
-        assert ("flow_ratio" in repeat) == (cell["strategy"] == "flow-monitor")
+        # Measured for every strategy (only flow-monitor charges grabs by it).
+        assert repeat["flow_ratio"]["max"] >= 1.0
     for column in ("rate ratio", "tokens/s", "shard min", "shard max", "fairness", "vs pure"):
         assert column in done.stdout
     kinds = {p["kind"] for p in doc["plots"]}

@@ -199,7 +199,7 @@ fn run_with<R: Rovers + 'static>(
         grabs: per_shard.iter().map(|s| s[1]).sum(),
         released: per_shard.iter().map(|s| s[2]).sum(),
         series,
-        flow: (strategy == Strategy::FlowMonitor).then_some(flow),
+        flow,
         latencies,
         pinned: pin,
         head: tb.head(),
@@ -228,8 +228,8 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
         let seed = p.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.shard as u64;
         let state = Rc::new(RefCell::new(ShardState {
             available: 0,
-            flow: (self.strategy == Strategy::FlowMonitor)
-                .then(|| FlowMonitor::new(p.flow_smoothing, p.flow_threshold)),
+            flow: FlowMonitor::new(p.flow_smoothing, p.flow_threshold),
+            flow_costs: self.strategy == Strategy::FlowMonitor,
         }));
         self.counters
             .flow_ratio
@@ -267,17 +267,15 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
             }),
             now + period_ns,
         );
-        if self.strategy == Strategy::FlowMonitor {
-            let flow_ns = p.flow_period.as_nanos() as u64;
-            reactor.spawn_at(
-                Box::new(FlowUpdater {
-                    state: state.clone(),
-                    counters: self.counters.clone(),
-                    period_ns: flow_ns,
-                }),
-                now + flow_ns,
-            );
-        }
+        let flow_ns = p.flow_period.as_nanos() as u64;
+        reactor.spawn_at(
+            Box::new(FlowUpdater {
+                state: state.clone(),
+                counters: self.counters.clone(),
+                period_ns: flow_ns,
+            }),
+            now + flow_ns,
+        );
         if p.hog {
             reactor.spawn(Box::new(Hog::new(
                 p.hog_busy.as_nanos() as f64,

@@ -47,8 +47,8 @@ pub struct Report {
     pub released: u64,
     /// Tokens/s of all shards, one value per sampling period.
     pub series: Vec<f64>,
-    /// Per shard (last, max) flow ratio, flow-monitor only.
-    pub flow: Option<Vec<(f64, f64)>>,
+    /// Per shard (last, max) flow ratio (acted on by flow-monitor only).
+    pub flow: Vec<(f64, f64)>,
     pub latencies: Vec<ShardLatencies>,
     pub pinned: bool,
     /// The rovers at the end (a bug check: head never passes tail + limit).
@@ -111,11 +111,10 @@ impl Report {
         m.insert("sleep_overshoot_ns".into(), percentiles(&overshoot));
         m.insert("timer_lateness_ns".into(), percentiles(&lateness));
         m.insert("tokens_per_sec_series".into(), json!(self.series));
-        if let Some(flow) = &self.flow {
-            let last = flow.iter().map(|f| f.0).sum::<f64>() / flow.len().max(1) as f64;
-            let max = flow.iter().map(|f| f.1).fold(1.0, f64::max);
-            m.insert("flow_ratio".into(), json!({"last": last, "max": max}));
-        }
+        let flow = &self.flow;
+        let last = flow.iter().map(|f| f.0).sum::<f64>() / flow.len().max(1) as f64;
+        let max = flow.iter().map(|f| f.1).fold(1.0, f64::max);
+        m.insert("flow_ratio".into(), json!({"last": last, "max": max}));
         m.insert("pinned".into(), json!(u8::from(self.pinned)));
         m.insert("measured_s".into(), json!(self.seconds));
         let _ = self.strategy;

@@ -1,6 +1,7 @@
 //! The tasks of one shard, as the seastar perf test (`tests/perf/shared_token_bucket.cc`)
 //! runs them: the worker that grabs tokens, the releaser timer that gives them back, the CPU
-//! hog, and (flow-monitor) the averaging timer of the flow ratio.
+//! hog, and the averaging timer of the flow ratio (measured for every strategy; only
+//! flow-monitor charges grabs by it).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -25,7 +26,7 @@ pub struct ShardCounters {
     pub grabs: AtomicU64,
     /// Tokens the releaser gave back.
     pub released: AtomicU64,
-    /// The flow ratio, as f64 bits (flow-monitor).
+    /// The flow ratio, as f64 bits.
     pub flow_ratio: AtomicU64,
     /// The largest flow ratio so far, as f64 bits.
     pub flow_ratio_max: AtomicU64,
@@ -35,7 +36,10 @@ pub struct ShardCounters {
 pub struct ShardState {
     /// Granted tokens not yet released (the perf test's `available`).
     pub available: u64,
-    pub flow: Option<FlowMonitor>,
+    /// The shard's dispatched/completed ratio, measured for every strategy.
+    pub flow: FlowMonitor,
+    /// Whether grabs cost `tokens x ratio` above the threshold (strategy flow-monitor).
+    pub flow_costs: bool,
 }
 
 pub type Shared = Rc<RefCell<ShardState>>;
@@ -70,9 +74,10 @@ impl<R: Rovers> Task for Worker<R> {
                 size
             } else {
                 let size = self.rng.random_range(1..=self.grab_max);
-                let cost = match &state.flow {
-                    Some(flow) => flow.cost(size, self.tb.limit()),
-                    None => size,
+                let cost = if state.flow_costs {
+                    state.flow.cost(size, self.tb.limit())
+                } else {
+                    size
                 };
                 let position = self.tb.grab(cost);
                 deficiency = self.tb.deficiency(position);
@@ -84,9 +89,7 @@ impl<R: Rovers> Task for Worker<R> {
             };
             tick_tokens += size;
             state.available += size;
-            if let Some(flow) = state.flow.as_mut() {
-                flow.dispatched(size);
-            }
+            state.flow.dispatched(size);
             self.counters.granted.fetch_add(size, Ordering::Relaxed);
             self.counters.grabs.fetch_add(1, Ordering::Relaxed);
         }
@@ -125,9 +128,7 @@ impl<R: Rovers> Task for Releaser<R> {
             let mut state = self.state.borrow_mut();
             let tokens = to_release.min(state.available);
             state.available -= tokens;
-            if let Some(flow) = state.flow.as_mut() {
-                flow.completed(tokens);
-            }
+            state.flow.completed(tokens);
             self.tb.release(tokens);
             self.counters.released.fetch_add(tokens, Ordering::Relaxed);
         }
@@ -147,14 +148,12 @@ pub struct FlowUpdater {
 impl Task for FlowUpdater {
     fn run(&mut self, _now_ns: u64) -> Next {
         let mut state = self.state.borrow_mut();
-        if let Some(flow) = state.flow.as_mut() {
-            flow.update();
-            let c = &self.counters;
-            c.flow_ratio
-                .store(flow.ratio().to_bits(), Ordering::Relaxed);
-            c.flow_ratio_max
-                .store(flow.max_ratio().to_bits(), Ordering::Relaxed);
-        }
+        state.flow.update();
+        let c = &self.counters;
+        c.flow_ratio
+            .store(state.flow.ratio().to_bits(), Ordering::Relaxed);
+        c.flow_ratio_max
+            .store(state.flow.max_ratio().to_bits(), Ordering::Relaxed);
         Next::SleepUntil(monotonic_ns() + self.period_ns)
     }
 }
