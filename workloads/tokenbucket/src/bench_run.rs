@@ -186,6 +186,18 @@ fn run_with<R: Rovers + 'static>(
         })
         .collect();
     let latencies = stop_all(handles)?;
+    // The window is what the coordinator saw between its two snapshots. If it was kept off
+    // the CPU past the planned end (an overloaded machine), that window collapses and its
+    // rate means nothing: fail the repeat rather than report it.
+    let measured = measured_end - measured_start;
+    if (measured as f64) < 0.5 * duration.as_nanos() as f64 {
+        return Err(format!(
+            "the measured window shrank to {:.1} ms of the planned {:.1} ms: the coordinator \
+             thread was kept off the CPU (an overloaded machine); repeat the run",
+            measured as f64 / 1e6,
+            duration.as_secs_f64() * 1e3
+        ));
+    }
     let per_shard: Vec<[u64; 3]> = first
         .iter()
         .zip(&last)
@@ -194,7 +206,7 @@ fn run_with<R: Rovers + 'static>(
     Ok(Report {
         strategy,
         rate: params.rate,
-        seconds: (measured_end - measured_start) as f64 / 1e9,
+        seconds: measured as f64 / 1e9,
         shard_tokens: per_shard.iter().map(|s| s[0]).collect(),
         grabs: per_shard.iter().map(|s| s[1]).sum(),
         released: per_shard.iter().map(|s| s[2]).sum(),
