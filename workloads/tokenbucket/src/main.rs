@@ -7,6 +7,7 @@
 mod bench_run;
 mod cpu_pinning;
 mod describe;
+mod measure_window;
 mod metrics;
 mod param_values;
 mod params;

@@ -14,6 +14,7 @@ use rand_distr::{Distribution, Exp};
 use token_bucket::reactor::{monotonic_ns, Next, Task};
 use token_bucket::{FlowMonitor, Rovers, SharedTokenBucket};
 
+use crate::measure_window::MeasureWindow;
 use crate::params::Wait;
 
 /// Counters of a shard that the coordinator samples (one cache line per shard).
@@ -22,10 +23,12 @@ use crate::params::Wait;
 pub struct ShardCounters {
     /// Tokens the worker got (the request sizes, not their flow-monitor cost).
     pub granted: AtomicU64,
-    /// Grabs that got their tokens.
-    pub grabs: AtomicU64,
-    /// Tokens the releaser gave back.
-    pub released: AtomicU64,
+    /// The same, granted inside the measured window.
+    pub window_granted: AtomicU64,
+    /// Grabs that got their tokens inside the measured window.
+    pub window_grabs: AtomicU64,
+    /// Tokens released inside the measured window.
+    pub window_released: AtomicU64,
     /// The flow ratio, as f64 bits.
     pub flow_ratio: AtomicU64,
     /// The largest flow ratio so far, as f64 bits.
@@ -49,6 +52,7 @@ pub struct Worker<R: Rovers> {
     pub tb: Arc<SharedTokenBucket<R>>,
     pub state: Shared,
     pub counters: Arc<ShardCounters>,
+    pub window: Arc<MeasureWindow>,
     /// A grab whose tokens are not there yet: (request size, head position).
     pub pending: Option<(u64, u64)>,
     /// Tokens per tick at most (limit / shards).
@@ -59,7 +63,8 @@ pub struct Worker<R: Rovers> {
 }
 
 impl<R: Rovers> Task for Worker<R> {
-    fn run(&mut self, _now_ns: u64) -> Next {
+    fn run(&mut self, now_ns: u64) -> Next {
+        let in_window = self.window.contains(now_ns);
         let mut deficiency = 0;
         let mut tick_tokens = 0;
         let mut state = self.state.borrow_mut();
@@ -91,7 +96,12 @@ impl<R: Rovers> Task for Worker<R> {
             state.available += size;
             state.flow.dispatched(size);
             self.counters.granted.fetch_add(size, Ordering::Relaxed);
-            self.counters.grabs.fetch_add(1, Ordering::Relaxed);
+            if in_window {
+                self.counters
+                    .window_granted
+                    .fetch_add(size, Ordering::Relaxed);
+                self.counters.window_grabs.fetch_add(1, Ordering::Relaxed);
+            }
         }
         match self.wait {
             Wait::Yield => Next::Yield,
@@ -112,6 +122,7 @@ pub struct Releaser<R: Rovers> {
     pub tb: Arc<SharedTokenBucket<R>>,
     pub state: Shared,
     pub counters: Arc<ShardCounters>,
+    pub window: Arc<MeasureWindow>,
     pub period_ns: u64,
     /// Tokens per period: rate / shards x period.
     pub per_period: f64,
@@ -130,7 +141,11 @@ impl<R: Rovers> Task for Releaser<R> {
             state.available -= tokens;
             state.flow.completed(tokens);
             self.tb.release(tokens);
-            self.counters.released.fetch_add(tokens, Ordering::Relaxed);
+            if self.window.contains(now_ns) {
+                self.counters
+                    .window_released
+                    .fetch_add(tokens, Ordering::Relaxed);
+            }
         }
         self.last_ns = Some(now_ns);
         // timer::arm_periodic re-arms at now + period when it fires (readd_periodic).
