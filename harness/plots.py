@@ -51,6 +51,14 @@ def per_conn(cell: Cell, field: str) -> list[float]:
     return sorted(values, reverse=True)
 
 
+def legend_label(cell: Cell) -> str:
+    """The cell within its scenario: the strategy and the swept params (`pure shards=2`)."""
+    parts = cell.id.split("/")
+    if parts[0] == cell.scenario and len(parts) > 1 and parts[1] == cell.strategy:
+        parts = parts[1:]
+    return " ".join(parts)
+
+
 def _save(fig: Any, path: Path) -> None:
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
@@ -73,7 +81,7 @@ def cdf(scenario: str, spec: PlotSpec, cells: Sequence[Cell], path: Path) -> boo
         for bound in bounds:
             running += counts[bound]
             ys.append(running / total)
-        ax.step([max(b, 1) / 1e6 for b in bounds], ys, where="post", label=cell.strategy)
+        ax.step([max(b, 1) / 1e6 for b in bounds], ys, where="post", label=legend_label(cell))
         drawn = True
     if not drawn:
         plt.close(fig)
@@ -97,9 +105,9 @@ def per_connection(scenario: str, spec: PlotSpec, cells: Sequence[Cell], path: P
         for cell in cells:
             values = per_conn(cell, series.name)
             if values:
-                ax.plot(range(1, len(values) + 1), values, marker=".", label=cell.strategy)
-        ax.set_xlabel("connection (ranked)")
-        ax.set_ylabel(f"{series.label} per connection")
+                ax.plot(range(1, len(values) + 1), values, marker=".", label=legend_label(cell))
+        ax.set_xlabel("rank (connections, shards...: one point each)")
+        ax.set_ylabel(series.label)
         ax.set_title(series.label)
         ax.grid(True, alpha=0.3)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -128,7 +136,7 @@ def time_series(scenario: str, spec: PlotSpec, cells: Sequence[Cell], path: Path
         for cell in cells:
             values = series_medians(cell, series.name)
             if values:
-                ax.plot(range(1, len(values) + 1), values, marker=".", label=cell.strategy)
+                ax.plot(range(1, len(values) + 1), values, marker=".", label=legend_label(cell))
         ax.set_xlabel("sample of the measured window")
         ax.set_ylabel(f"{series.label} (median of repeats)")
         ax.set_title(series.label)

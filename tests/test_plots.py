@@ -10,7 +10,7 @@ from rich.console import Console
 from rundocs import cell, run
 
 from harness.describe import parse_description
-from harness.plots import series_medians, write_plots
+from harness.plots import legend_label, series_medians, write_plots
 from harness.rundoc.model import Cell
 from harness.tables import print_run
 
@@ -77,3 +77,10 @@ def test_a_declared_label_heads_the_metric_s_column() -> None:
 def test_a_series_plot_takes_the_median_of_the_repeats_sample_by_sample() -> None:
     c = cell("mpsc", "burst", {}, [{"s": [1, 10]}, {"s": [3, 20, 7]}, {"s": [2]}])
     assert series_medians(Cell.model_validate(c), "s") == [2.0, 15.0, 7.0]
+
+
+def test_a_legend_names_the_strategy_and_the_swept_params() -> None:
+    swept = Cell.model_validate(cell("ring", "burst", {"shards": 2}, []))
+    assert legend_label(swept.model_copy(update={"id": "burst/ring/shards=2"})) == "ring shards=2"
+    assert legend_label(swept.model_copy(update={"id": "ring/shards=2"})) == "ring shards=2"
+    assert legend_label(swept.model_copy(update={"id": "ring"})) == "ring"
