@@ -94,7 +94,7 @@ def load(conn: Connection) -> History:
     query = select(
         points.c.series_id, points.c.run_id, points.c.median, points.c.ci_low, points.c.ci_high
     )
-    for series_id, run_id, median, low, high in conn.execute(query).tuples():
+    for series_id, run_id, median, low, high in conn.execute(query):
         by_series[series_id].append((run_id, median, low, high))
     for series_id, found in by_series.items():
         all_series[series_id].points = sorted(found, key=lambda p: order[p[0]])

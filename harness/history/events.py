@@ -80,9 +80,9 @@ def refresh(conn: Connection, machine_id: int, suite: str) -> None:
         conn.execute(delete(change_points).where(change_points.c.series_id.in_(series_ids)))
     run_ids_all = list(order)
     existing = dict(
-        conn.execute(select(events.c.run_id, events.c.id).where(events.c.run_id.in_(run_ids_all)))
-        .tuples()
-        .all()
+        conn.execute(
+            select(events.c.run_id, events.c.id).where(events.c.run_id.in_(run_ids_all))
+        ).all()
     )
     stale = [event_id for run_id, event_id in existing.items() if run_id not in found]
     if stale:
@@ -125,7 +125,7 @@ def _figures(
         .where(points.c.series_id.in_(series_ids) & points.c.run_id.in_(list(order)))
         .order_by(samples.c.point_id, samples.c.repeat)
     )
-    for point_id, value in conn.execute(sample_query).tuples():
+    for point_id, value in conn.execute(sample_query):
         repeats[point_id].append(value)
     out: dict[int, dict[int, RunFigures]] = defaultdict(dict)
     for point_id, (series_id, run_id, median) in medians.items():

@@ -181,9 +181,7 @@ def _write_points(conn: Connection, doc: RunDoc, machine_id: int, run_pk: int) -
         return
     conn.execute(insert(points), rows)
     point_of = dict(
-        conn.execute(select(points.c.series_id, points.c.id).where(points.c.run_id == run_pk))
-        .tuples()
-        .all()
+        conn.execute(select(points.c.series_id, points.c.id).where(points.c.run_id == run_pk)).all()
     )
     sample_rows = [
         {"point_id": point_of[series_id], "repeat": i + 1, "value": value}

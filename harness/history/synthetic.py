@@ -12,9 +12,12 @@ NOISE = 0.01
 
 
 def runs_from_levels(
-    levels: np.ndarray, rng: np.random.Generator, noise: float = NOISE
+    levels: np.ndarray,
+    rng: np.random.Generator,
+    noise: float = NOISE,
+    repeats: int = REPEATS,
 ) -> list[RunFigures]:
-    samples = levels[:, None] * (1 + noise * rng.standard_normal((levels.size, REPEATS)))
+    samples = levels[:, None] * (1 + noise * rng.standard_normal((levels.size, repeats)))
     return [RunFigures(float(np.median(row)), [float(v) for v in row]) for row in samples]
 
 
