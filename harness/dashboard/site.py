@@ -193,7 +193,7 @@ class Site:
             f"</a> · metric {e(headline)} · ratio of the latest median to {e(base_name)}'s · "
             f"<a href='compare-{self.suite_page[(machine_id, suite)]}'>compare two runs</a></p>"
             f"<table class='grid'><tr><th>strategy</th>{head}</tr>{''.join(rows)}</table>"
-            f"<h2>Other series</h2><ul>{others}</ul>"
+            + (f"<h2>Other series</h2><ul>{others}</ul>" if others else "")
         )
         self.write(self.suite_page[(machine_id, suite)], page(f"{suite}", body))
         self.compare(machine_id, suite, members)
