@@ -117,7 +117,7 @@ def test_importing_twice_changes_nothing(
     dirs = stepped_history(tmp_path / "runs")[:3]
     harness(["history", "import", "--db", db_url, *map(str, dirs)], capsys)
     code, out, _ = harness(["history", "import", "--db", db_url, *map(str, dirs)], capsys)
-    assert code == 0 and "0 imported, 0 updated, 3 unchanged" in out
+    assert code == 0 and "0 imported, 0 updated, 3 unchanged, 0 still running, 0 refused" in out
     with connect(db_url).connect() as conn:
         assert conn.execute(select(func.count()).select_from(runs)).scalar() == 3
         assert conn.execute(select(func.count()).select_from(points)).scalar() == 6

@@ -79,14 +79,16 @@ def handle_import(args: argparse.Namespace) -> int:
     done, refused = import_runs(engine, run_dirs)
     for line in refused:
         print(f"harness: refused: {line}", file=sys.stderr)
-    changed = {(i.machine_id, i.suite) for i in done if i.outcome != "unchanged"}
+    changed = {(i.machine_id, i.suite) for i in done if i.outcome in ("imported", "updated")}
     for machine_id, suite in sorted(changed):
         with engine.begin() as conn:
             events.refresh(conn, machine_id, suite)
-    counts = {o: sum(i.outcome == o for i in done) for o in ("imported", "updated", "unchanged")}
+    outcomes = ("imported", "updated", "unchanged", "skipped")
+    counts = {o: sum(i.outcome == o for i in done) for o in outcomes}
     print(
         f"history: {counts['imported']} imported, {counts['updated']} updated, "
-        f"{counts['unchanged']} unchanged, {len(refused)} refused"
+        f"{counts['unchanged']} unchanged, {counts['skipped']} still running, "
+        f"{len(refused)} refused"
     )
     return 2 if refused else 0
 

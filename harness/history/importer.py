@@ -21,7 +21,7 @@ from harness.rundoc.jsonfile import RunLoadError, load_run
 from harness.rundoc.model import RunDoc
 from harness.stats import flatten_metrics, params_key
 
-Outcome = Literal["imported", "updated", "unchanged"]
+Outcome = Literal["imported", "updated", "unchanged", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,8 @@ def import_run(engine: Engine, run_dir: Path) -> Imported:
     file = run_dir / "run.json" if run_dir.is_dir() else run_dir
     doc = load_run(file)
     if doc.status == "running":
-        raise RunLoadError(f"{file}: the run is still going (status running); import it later")
+        # Still being written (or killed before it could say): the next import takes it.
+        return Imported(doc.run_id, "skipped", 0, doc.suite)
     digest = hashlib.sha256(file.read_bytes()).hexdigest()
     with engine.begin() as conn:
         return _write(conn, doc, file.parent.resolve(), digest)
