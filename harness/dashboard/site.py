@@ -50,6 +50,10 @@ class Site:
         self.h = history
         self.out = out
         self.pages = 0
+        self._run_dirs: dict[tuple[int, int], str] = {}
+        self._changes_of: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for change in history.changes:
+            self._changes_of[change["series_id"]].append(change)
         suites = sorted({(s.machine_id, s.suite) for s in history.series.values()})
         suites += sorted({(r.machine_id, r.suite) for r in history.runs.values()} - set(suites))
         self.suite_page = {key: f"suite-{i + 1}.html" for i, key in enumerate(sorted(suites))}
@@ -61,10 +65,14 @@ class Site:
         self.pages += 1
 
     def run_link(self, run: Run, rel: str | None, depth: int) -> str | None:
+        """The link from a page `depth` folders down the site to `rel` in the run's folder."""
         if rel is None:
             return None
-        target = Path(run.run_dir) / rel
-        return os.path.relpath(target, self.out / ("x/" * depth)).replace(os.sep, "/")
+        key = (run.pk, depth)
+        if key not in self._run_dirs:
+            folder = os.path.relpath(run.run_dir, self.out / ("x/" * depth))
+            self._run_dirs[key] = folder.replace(os.sep, "/")
+        return f"{self._run_dirs[key]}/{rel}"
 
     def machine_name(self, machine_id: int) -> str:
         machine = self.h.machines[machine_id]
@@ -229,8 +237,8 @@ class Site:
     def series_page(self, s: Series) -> None:
         marks = []
         run_index = {pt[0]: i for i, pt in enumerate(s.points)}
-        for change in self.h.changes:
-            if change["series_id"] == s.id and self._pk(change["run_id"]) in run_index:
+        for change in self._changes_of[s.id]:
+            if self._pk(change["run_id"]) in run_index:
                 i = run_index[self._pk(change["run_id"])]
                 title = (
                     f"event {change['event']}: {change['kind']} {change['change']:+.1%} "

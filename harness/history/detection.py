@@ -51,8 +51,11 @@ class Change:
 
 
 def noise_floor(medians: NDArray[np.float64], end: int) -> float:
-    """The noise floor at position `end` (exclusive), from the runs before it."""
-    window = medians[max(0, end - NOISE_RUNS - 1) : end]
+    """The noise floor at position `end` (exclusive): from the NOISE_RUNS runs before it, or
+    while fewer precede it, from the series' first NOISE_RUNS + 1 runs (an early change is
+    not judged against a noise measured on two or three runs)."""
+    stop = max(end, min(NOISE_RUNS + 1, medians.size))
+    window = medians[max(0, stop - NOISE_RUNS - 1) : stop]
     previous, current = window[:-1], window[1:]
     ok = previous != 0
     changes = np.abs(current[ok] / previous[ok] - 1)

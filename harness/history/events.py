@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, update
 
 from harness.errors import BadInput
-from harness.history.detection import Change, RunFigures, series_changes
+from harness.history.detection import CONFIRM_RUNS, Change, RunFigures, series_changes
 from harness.history.importer import now_iso
 from harness.history.schema import (
     acknowledgements,
@@ -118,11 +118,13 @@ def _figures(
     )
     for row in conn.execute(query):
         medians[row.id] = (row.series_id, row.run_id, row.median)
+    # Only the newest-run test reads repeats: those of the last runs and the one before.
+    recent = sorted(order, key=order.__getitem__)[-(CONFIRM_RUNS + 1) :]
     repeats: dict[int, list[float]] = defaultdict(list)
     sample_query = (
         select(samples.c.point_id, samples.c.value)
         .join(points, points.c.id == samples.c.point_id)
-        .where(points.c.series_id.in_(series_ids) & points.c.run_id.in_(list(order)))
+        .where(points.c.series_id.in_(series_ids) & points.c.run_id.in_(recent))
         .order_by(samples.c.point_id, samples.c.repeat)
     )
     for point_id, value in conn.execute(sample_query):
