@@ -22,7 +22,10 @@ def write_night(
     cells = []
     for (strategy, concurrency), level in levels.items():
         repeats = [{"ops_per_sec": level * (1 + 0.01 * rng.standard_normal())} for _ in range(5)]
-        cells.append(cell(strategy, "steady", {"concurrency": concurrency}, repeats))
+        flame = f"flame/{len(cells)}.svg"
+        cells.append(
+            cell(strategy, "steady", {"concurrency": concurrency}, repeats, profile={"svg": flame})
+        )
     run_id = f"202501{night + 1:02d}T000000Z-abc1234"
     strategies = sorted({s for s, _ in levels})
     doc = run(
@@ -37,4 +40,9 @@ def write_night(
     folder.mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps(doc))
     (folder / "report.html").write_text("<!doctype html><title>report</title>")
+    (folder / "flame").mkdir()
+    for i in range(len(cells)):
+        (folder / "flame" / f"{i}.svg").write_text(
+            '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>'
+        )
     return folder

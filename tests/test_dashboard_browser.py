@@ -83,6 +83,11 @@ def test_charts_are_drawn_and_the_evil_name_shows_as_text(driver: Any, site: Pat
     )
     assert drawn == 8
     assert EVIL in driver.execute_script("return document.body.innerText")
+    flames = driver.execute_script(
+        "return Array.from(document.querySelectorAll('a'), a => a.textContent)"
+        ".filter(t => t === 'flame').length"
+    )
+    assert flames == 8  # every run's flame graph of this cell
     regressions = driver.execute_script(
         "return document.querySelectorAll('line.regression').length"
     )

@@ -16,6 +16,7 @@ from sqlalchemy import Connection
 
 from harness.dashboard import svg
 from harness.dashboard.data import History, Run, Series, load
+from harness.history.importer import cell_key
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -249,6 +250,7 @@ class Site:
                     marks.append((i, "annotation", note))
         chart_points = []
         rows = []
+        key = cell_key(s.strategy, s.scenario, s.params)
         for pk, median, low, high in s.points:
             run = self.h.runs[pk]
             report = self.run_link(run, run.report, 1) or self.run_link(run, "run.json", 1)
@@ -257,7 +259,7 @@ class Site:
             flames = " ".join(
                 f'<a href="{e(self.run_link(run, path, 1))}">{e(kind)}</a>'
                 for kind, cell, path in run.files
-                if kind.endswith("flame") and cell and cell.startswith(f"{s.strategy}")
+                if kind.endswith("flame") and cell == key
             )
             interval = f"{low:.4g}&ndash;{high:.4g}" if low is not None and high is not None else ""
             rows.append(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +30,11 @@ class Imported:
     outcome: Outcome
     machine_id: int
     suite: str
+
+
+def cell_key(strategy: str, scenario: str, params: Mapping[str, Any]) -> str:
+    """A cell's identity across runs: canonical JSON of [strategy, scenario, params]."""
+    return json.dumps([strategy, scenario, dict(params)], sort_keys=True)
 
 
 def now_iso() -> str:
@@ -208,10 +213,11 @@ def _write_artifacts(conn: Connection, doc: RunDoc, run_dir: Path, run_pk: int) 
     add("summary", None, "summary.md")
     for cell in doc.cells:
         profile = cell.profile
-        add("flame", cell.id, profile.svg)
-        add("diff_flame", cell.id, profile.diff_svg)
-        add("offcpu_flame", cell.id, profile.offcpu_svg)
-        add("wakeup_flame", cell.id, profile.wakeup_svg)
+        key = cell_key(cell.strategy, cell.scenario, cell.params)
+        add("flame", key, profile.svg)
+        add("diff_flame", key, profile.diff_svg)
+        add("offcpu_flame", key, profile.offcpu_svg)
+        add("wakeup_flame", key, profile.wakeup_svg)
     for plot in doc.plots:
         add("plot", plot.scenario, plot.path)
     if found:

@@ -103,7 +103,8 @@ artifacts = Table(
     Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     # `report`, `summary`, `flame`, `diff_flame`, `offcpu_flame`, `wakeup_flame`, `plot`.
     Column("kind", String(32), nullable=False),
-    # The cell (its id in run.json) the file belongs to; null for the run's own files.
+    # The cell the file belongs to, as canonical JSON [strategy, scenario, params] (what
+    # series are keyed by); null for the run's own files.
     Column("cell", Text),
     # Relative to the run directory.
     Column("path", Text, nullable=False),
