@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from harness.history.detection import noise_floor, series_changes
-from harness.history.edivisive import change_points
+from harness.history.edivisive import best_split, change_points
 from harness.history.synthetic import drift, runs_from_levels, step
 
 pytestmark = pytest.mark.unit
@@ -52,3 +52,24 @@ def test_a_drift_of_0_2_percent_per_run_is_flagged_within_30_runs() -> None:
         runs = runs_from_levels(drift(200, 100, -0.002), np.random.default_rng(2000 + seed))
         flagged += any(change.index >= 95 for change in series_changes(runs[:130]))
     assert flagged >= 95
+
+
+def test_best_split_maximises_the_energy_statistic_by_its_definition() -> None:
+    """Matteson & James's Q, summed pair by pair, against the prefix-sum computation."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x = rng.standard_normal(int(rng.integers(3, 25)))
+        best = (-np.inf, 0)
+        for tau in range(1, x.size):
+            for kappa in range(tau + 1, x.size + 1):
+                left, right = x[:tau], x[tau:kappa]
+                n, m = left.size, right.size
+                between = np.abs(left[:, None] - right[None, :]).sum()
+                within_left = np.abs(left[:, None] - left[None, :]).sum() / 2
+                within_right = np.abs(right[:, None] - right[None, :]).sum() / 2
+                q = 2 / (m + n) * between
+                q -= 2 * m / ((m + n) * (n - 1)) * within_left if n > 1 else 0
+                q -= 2 * n / ((m + n) * (m - 1)) * within_right if m > 1 else 0
+                best = max(best, (q, tau), key=lambda b: b[0])
+        tau, q = best_split(x)
+        assert tau == best[1] and q == pytest.approx(best[0])

@@ -19,6 +19,8 @@ from harness.dashboard.data import History, Run, Series, load
 from harness.history.importer import cell_key
 
 ASSETS = Path(__file__).resolve().parent / "assets"
+# Rows of a series page's table of runs.
+TABLE_RUNS = 30
 
 
 def e(value: Any) -> str:
@@ -52,6 +54,7 @@ class Site:
         self.out = out
         self.pages = 0
         self._run_dirs: dict[tuple[int, int], str] = {}
+        self._reports: dict[int, str] = {}
         self._changes_of: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for change in history.changes:
             self._changes_of[change["series_id"]].append(change)
@@ -253,9 +256,12 @@ class Site:
         key = cell_key(s.strategy, s.scenario, s.params)
         for pk, median, low, high in s.points:
             run = self.h.runs[pk]
-            report = self.run_link(run, run.report, 1) or self.run_link(run, "run.json", 1)
-            assert report is not None
+            report = self.report_link(run)
             chart_points.append((median, low, high, report, f"{run.run_id}: {median:.4g}"))
+        # The table: the latest runs (the chart links every run's report).
+        for pk, median, low, high in s.points[-TABLE_RUNS:]:
+            run = self.h.runs[pk]
+            report = self.report_link(run)
             flames = " ".join(
                 f'<a href="{e(self.run_link(run, path, 1))}">{e(kind)}</a>'
                 for kind, cell, path in run.files
@@ -273,10 +279,19 @@ class Site:
             f"{e(self.machine_name(s.machine_id))} · better: {e(s.better or 'no direction')}</p>"
             f"{chart}<p class='legend'>median with its 95% interval band; red lines: "
             "regressions, green: improvements, grey dashes: kernel or toolchain changes</p>"
+            f"<h2>The latest {min(TABLE_RUNS, len(s.points))} runs</h2>"
             "<table><tr><th>run</th><th>median</th><th>interval</th><th>kernel</th>"
             f"<th>flame graphs</th></tr>{''.join(reversed(rows))}</table>"
         )
         self.write(f"series/{s.id}.html", page(title, body, 1))
+
+    def report_link(self, run: Run) -> str:
+        """From a series page: the run's report.html, else its run.json."""
+        if run.pk not in self._reports:
+            link = self.run_link(run, run.report or "run.json", 1)
+            assert link is not None
+            self._reports[run.pk] = link
+        return self._reports[run.pk]
 
     def _pk(self, run_id: str) -> int:
         return self._pks[run_id]

@@ -35,17 +35,6 @@ class Split:
     mean_after: float
 
 
-def _block_sums(
-    prefix: NDArray[np.float64],
-    r0: NDArray[np.int_],
-    r1: NDArray[np.int_],
-    c0: NDArray[np.int_],
-    c1: NDArray[np.int_],
-) -> NDArray[np.float64]:
-    """Sums of distances[r0:r1, c0:c1] from the 2-D prefix sums, element-wise."""
-    return prefix[r1, c1] - prefix[r0, c1] - prefix[r1, c0] + prefix[r0, c0]
-
-
 def best_split(x: NDArray[np.float64]) -> tuple[int, float]:
     """(τ, Q): the split of x into x[:τ], x[τ:κ] that maximises Matteson & James's Q over
     every τ < κ <= len(x); τ is relative to x."""
@@ -55,10 +44,13 @@ def best_split(x: NDArray[np.float64]) -> tuple[int, float]:
     prefix[1:, 1:] = distances.cumsum(axis=0).cumsum(axis=1)
     tau, kappa = np.meshgrid(np.arange(1, size), np.arange(2, size + 1), indexing="ij")
     valid = kappa > tau
-    zero = np.zeros_like(tau)
-    between = _block_sums(prefix, zero, tau, tau, kappa)
-    within_left = _block_sums(prefix, zero, tau, zero, tau) / 2
-    within_right = _block_sums(prefix, tau, kappa, tau, kappa) / 2
+    # prefix[a, b] = sum of distances[:a, :b]; symmetric, as the distances are.
+    corner = prefix[tau, kappa]
+    diagonal = np.diag(prefix)
+    to_tau, to_kappa = diagonal[tau], diagonal[kappa]
+    between = corner - to_tau  # distances[:τ, τ:κ]
+    within_left = to_tau / 2  # pairs inside [:τ]
+    within_right = (to_kappa - 2 * corner + to_tau) / 2  # pairs inside [τ:κ]
     n = tau.astype(float)
     m = (kappa - tau).astype(float)
     total = n + m
