@@ -43,13 +43,14 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def stepped_history(root: Path) -> list[Path]:
-    """16 nights; at night 12 tokio-timeout drops 10%, everything else stays."""
+    """16 nights; at night 12 tokio-timeout drops 10% and the kernel changes."""
     rng = np.random.default_rng(7)
     dirs = []
     for night in range(NIGHTS):
         drop = 0.9 if night >= STEP_NIGHT else 1.0
         levels = {("none", 64): 1000.0, ("tokio-timeout", 64): 2000.0 * drop}
-        dirs.append(write_night(root, night, levels, rng))
+        kernel = "6.9.0" if night >= STEP_NIGHT else "6.8.0"
+        dirs.append(write_night(root, night, levels, rng, kernel=kernel))
     return dirs
 
 
@@ -80,6 +81,7 @@ def test_a_step_is_reported_at_its_run_and_acknowledged(
     assert regression["run_id"] == dirs[STEP_NIGHT].name
     assert regression["change"] == pytest.approx(-0.1, abs=0.02)
     assert regression["status"] == "open"
+    assert regression["annotations"] == ["kernel 6.8.0 -> 6.9.0"]
     assert {"suite", "scenario", "before", "after"} <= set(regression)
 
     code, out, _ = harness(
