@@ -307,10 +307,35 @@ class Site:
         )
         body = (
             f"<p>fingerprint {e(self.h.machines[machine_id]['fingerprint'])} (sha256 of:)</p>"
-            f"<table>{facts}</table><h2>Runs</h2><table><tr><th>run</th><th>suite</th>"
+            f"<table>{facts}</table>{self.siblings(machine_id, keys)}"
+            "<h2>Runs</h2><table><tr><th>run</th><th>suite</th>"
             f"<th>status</th><th>kernel</th><th>commit</th></tr>{rows}</table>"
         )
         self.write(f"machine-{machine_id}.html", page(self.machine_name(machine_id), body))
+
+    def siblings(self, machine_id: int, keys: dict[str, Any]) -> str:
+        """Other machines of the same hostname (a new CPU, more memory, another governor):
+        what differs, since their series are not compared with this one's."""
+        items = []
+        for other_id, other in self.h.machines.items():
+            if other_id == machine_id or other["hostname"] != keys.get("hostname"):
+                continue
+            theirs = json.loads(other["keys"])
+            changed = ", ".join(
+                f"{k}: {theirs.get(k)} here {keys.get(k)}"
+                for k in sorted(set(keys) | set(theirs))
+                if theirs.get(k) != keys.get(k)
+            )
+            items.append(
+                f'<li><a href="machine-{other_id}.html">{e(self.machine_name(other_id))}</a>: '
+                f"{e(changed)}</li>"
+            )
+        if not items:
+            return ""
+        return (
+            "<h2>Same hostname, another machine</h2><p>Their series are separate: what "
+            f"differs from this one:</p><ul>{''.join(items)}</ul>"
+        )
 
     def build(self) -> int:
         self._pks = {run.run_id: pk for pk, run in self.h.runs.items()}
