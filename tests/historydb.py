@@ -16,7 +16,18 @@ from pathlib import Path
 
 from requirements import need
 
-PG_BIN = Path(os.environ.get("HARNESS_PG_BIN", "/usr/lib/postgresql/15/bin"))
+def _pg_bin() -> Path:
+    """$HARNESS_PG_BIN, else the newest of Debian's /usr/lib/postgresql/<version>/bin."""
+    if os.environ.get("HARNESS_PG_BIN"):
+        return Path(os.environ["HARNESS_PG_BIN"])
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
+    return found[-1].parent if found else Path("/usr/lib/postgresql/bin")
+
+
+PG_BIN = _pg_bin()
 PG_USER = "postgres"
 
 
