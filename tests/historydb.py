@@ -16,6 +16,7 @@ from pathlib import Path
 
 from requirements import need
 
+
 def _pg_bin() -> Path:
     """$HARNESS_PG_BIN, else the newest of Debian's /usr/lib/postgresql/<version>/bin."""
     if os.environ.get("HARNESS_PG_BIN"):
