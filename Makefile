@@ -7,6 +7,8 @@ VENV := .venv
 HARNESS := $(VENV)/bin/harness
 TIMERS := workloads/timers
 POOLS := workloads/pools
+# the real vitess smartconnpool: a module of its own (see workloads/pools/suite.toml)
+POOLS_VITESS := workloads/pools/vitess
 # Flame graph tools from crates.io, pinned, installed into the repo (not the user's ~/.cargo).
 INFERNO_VERSION := 0.12.8
 TOOLS := .tools
@@ -65,6 +67,7 @@ lint: python-env
 	cd $(TIMERS) && cargo clippy --locked --manifest-path legacy/Cargo.toml -- -D warnings
 	cd $(POOLS) && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above" >&2; exit 1; }
 	cd $(POOLS) && go vet ./...
+	cd $(POOLS_VITESS) && go vet -tags goexperiment.swissmap ./...
 	$(VENV)/bin/ruff check harness tests
 	$(VENV)/bin/ruff format --check harness tests
 	$(VENV)/bin/mypy
@@ -83,6 +86,7 @@ test-loom:
 
 test-go:
 	cd $(POOLS) && go test -race -count=1 ./...
+	cd $(POOLS_VITESS) && go test -race -count=1 -tags goexperiment.swissmap ./...
 
 test-python: python-env
 	$(VENV)/bin/pytest
