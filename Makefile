@@ -9,6 +9,7 @@ TIMERS := workloads/timers
 POOLS := workloads/pools
 # the real vitess smartconnpool: a module of its own (see workloads/pools/suite.toml)
 POOLS_VITESS := workloads/pools/vitess
+LETTUCE := workloads/lettuce
 # Flame graph tools from crates.io, pinned, installed into the repo (not the user's ~/.cargo).
 INFERNO_VERSION := 0.12.8
 TOOLS := .tools
@@ -19,12 +20,12 @@ SUITES ?=
 QUICK ?=
 suites_flag = $(if $(SUITES),--suites $(SUITES))
 
-.PHONY: deps system-deps python-env inferno build bpf bench test lint test-rust test-loom test-go \
+.PHONY: deps system-deps python-env inferno lettuce-deps build bpf bench test lint test-rust test-loom test-go \
 	test-python lock schema clean
 
 ## deps: Debian packages (as root), the pinned Python environment, inferno, the eBPF
 ## collectors, every workload built
-deps: system-deps python-env inferno bpf build
+deps: system-deps python-env inferno bpf lettuce-deps build
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -42,6 +43,14 @@ inferno: $(TOOLS)/.inferno-$(INFERNO_VERSION)
 $(TOOLS)/.inferno-$(INFERNO_VERSION):
 	cargo install --quiet --locked inferno --version $(INFERNO_VERSION) --root $(TOOLS)
 	touch $@
+
+# The lettuce suite's Maven dependencies and plugins, fetched once into its repo-local
+# repository (.m2) by an online build, so that its suite.toml build runs offline (-o).
+# Without Java or Maven the suite is skipped (its suite.toml `requires`).
+lettuce-deps:
+	@if command -v mvn >/dev/null && command -v java >/dev/null; then \
+		cd $(LETTUCE) && mvn -B -q -Dmaven.repo.local=.m2 package; \
+	else echo "deps: no java/mvn: the lettuce suite will be skipped" >&2; fi
 
 build: python-env
 	$(HARNESS) build $(suites_flag)
