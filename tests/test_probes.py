@@ -30,9 +30,9 @@ def names(text: str) -> list[str]:
 
 
 def test_probe_lists() -> None:
-    assert names("all") == ["sched", "futex", "gc", "oncpu"]
+    assert names("all") == ["sched", "futex", "gc", "jvmgc", "oncpu"]
     assert names("futex, sched,futex") == ["futex", "sched"]
-    assert names("sched,all") == ["sched", "futex", "gc", "oncpu"]
+    assert names("sched,all") == ["sched", "futex", "gc", "jvmgc", "oncpu"]
     assert parse_probes("none") == ()
     (spec,) = parse_probes(f"bt:{SCRIPT}")
     assert spec == ProbeSpec("bt:syscalls_per_op", SCRIPT)
