@@ -62,6 +62,23 @@ def test_a_table_per_trace_with_plots(pools_env: dict[str, str]) -> None:
     assert "plots/contended.wait.png" in (run_dir / "report.html").read_text()
 
 
+def test_vitess_beside_smart_lifo(pools_env: dict[str, str]) -> None:
+    """The real vitess smartconnpool (bin/pools-bench-vitess, exec'd by pools-bench) replays
+    the same trace as the reimplementation, in the same table."""
+    args = ["--scenario", "contended", "--strategies", "smart-lifo,vitess-smartconnpool"]
+    _, doc, out = run_pools(
+        [*args, "--duration-s", "1", "--repeat", "1", "--probes", "none"], pools_env
+    )
+    cells = {c["strategy"]: c for c in doc["cells"]}
+    assert list(cells) == ["smart-lifo", "vitess-smartconnpool"]
+    (lifo,) = cells["smart-lifo"]["repeats"]
+    (vitess,) = cells["vitess-smartconnpool"]["repeats"]
+    assert vitess["requests"] == lifo["requests"] == sum(vitess["conn_requests"]) > 0
+    assert vitess["connections_open_max"] <= cells["vitess-smartconnpool"]["params"]["capacity"]
+    assert vitess["timeouts"] == vitess["errors"] == 0
+    assert "vitess-smartconnpool" in out
+
+
 @pytest.mark.bpf
 def test_gc_probe_agrees_with_the_runtime(pools_env: dict[str, str]) -> None:
     """ballast collects garbage hundreds of times a second: the probe's GC cycles and pause

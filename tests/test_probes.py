@@ -46,9 +46,13 @@ def test_probe_lists() -> None:
     [
         (
             "gpu",
-            "unknown probe 'gpu' (valid: sched, futex, gc, oncpu, all, none, bt:PATH/TO/SCRIPT.bt)",
+            "unknown probe 'gpu' (valid: sched, futex, gc, jvmgc, oncpu, all, none, "
+            "bt:PATH/TO/SCRIPT.bt)",
         ),
-        ("sched,jvm", "unknown probe 'jvm' (valid: sched, futex, gc, oncpu, all, none, bt:PATH"),
+        (
+            "sched,jvm",
+            "unknown probe 'jvm' (valid: sched, futex, gc, jvmgc, oncpu, all, none, bt:PATH",
+        ),
         ("none,sched", "'none' cannot be combined with other probes"),
         (" , ", "--probes: expected a comma-separated list"),
         ("bt:", "probe 'bt:': expected bt:PATH/TO/SCRIPT.bt"),
@@ -72,7 +76,7 @@ def test_an_unknown_probe_is_one_line_and_exit_2(command: str, harness_env: dict
     done = run_harness([*command.split(), "--probes", "sched,gpu"], harness_env)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "harness: error: unknown probe 'gpu' (valid: sched, futex, gc, oncpu, all, none, "
+        "harness: error: unknown probe 'gpu' (valid: sched, futex, gc, jvmgc, oncpu, all, none, "
         "bt:PATH/TO/SCRIPT.bt)"
     ]
 

@@ -59,7 +59,11 @@ def check(root: Path) -> Check:
     if problem is not None:
         fix = "apt install bpftrace" if "not installed" in problem else PRIVILEGE_FIX
         return Check(f"probe {NAME}", "missing", problem, fix)
-    return Check(f"probe {NAME}", "ok", "works: bpftrace present, BPF allowed (JVM USDT: see java)")
+    return Check(
+        f"probe {NAME}",
+        "ok",
+        "works: bpftrace present, BPF allowed (the JVM's USDT probes: see `jvm usdt`)",
+    )
 
 
 def section(name: str, data: Data, console: Console) -> None:
