@@ -21,6 +21,7 @@ METRICS = (
     ProbeMetric("jvm_gc_cycles", "cycles", 71),
     ProbeMetric("jvm_gc_pause_ns.total", "ns", 81, column="JVM GC pause"),
     ProbeMetric("jvm_gc_pause_ns.max", "ns", 91),
+    ProbeMetric("jvm_gc_time_ns", "ns", 92),
 )
 RECORDED_KEYS = ("script", "totals", "notes")  # run.json keeps these; the raw file all
 
@@ -30,7 +31,10 @@ def driver(spec: ProbeSpec, out_path: Path, options: DriverOptions) -> Probe:
 
 
 def derive(data: Data, context: RepeatContext) -> dict[str, Any]:
-    """The client JVM's GC cycles and GC pauses over the window (count, total, max, p99)."""
+    """The client JVM's GC cycles and GC pauses over the window (count, total, max, p99):
+    a pause is the whole safepoint the GC ran in, the time to reach it included, as the
+    application sees it; jvm_gc_time_ns is the GC's own time (gc__begin to gc__end), what
+    the JVM's GarbageCollectorMXBeans and -Xlog:gc report."""
     if context.ops is None:
         return {}
     for process in data.get("processes") or []:
@@ -39,6 +43,7 @@ def derive(data: Data, context: RepeatContext) -> dict[str, Any]:
         p99 = hist_quantile(process.get("gc_stw_hist_log2_ns") or [], 0.99)
         return {
             "jvm_gc_cycles": process.get("cycles", 0),
+            "jvm_gc_time_ns": process.get("gc_ns_total", 0),
             "jvm_gc_pause_ns": {
                 "count": process.get("gc_stw_pauses", 0),
                 "total": process.get("gc_stw_total_ns", 0),
