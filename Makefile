@@ -112,5 +112,5 @@ schema: python-env
 	$(VENV)/bin/python -m harness.rundoc.schema > docs/run.schema.json
 
 clean:
-	rm -rf $(VENV) $(TIMERS)/target $(TOOLS) $(POOLS)/bin
+	rm -rf $(VENV) $(TIMERS)/target $(TOOLS) $(POOLS)/bin $(LETTUCE)/*/target
 	$(MAKE) -C bpf clean
