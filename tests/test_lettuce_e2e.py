@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_harness, runs_dir
+from conftest import HARNESS, run_harness, runs_dir
 from requirements import need
 
 from harness.catalog import unmet_requirements
@@ -128,6 +128,34 @@ def test_redis_server_dies_with_the_launcher(sig: signal.Signals) -> None:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_redis_server_stops_when_the_harness_is_stopped(lettuce_env: dict[str, str]) -> None:
+    """SIGTERM to `harness run` in the middle of a repeat: the harness stops the workload,
+    whose JVM stops its redis-server on the way out."""
+    before = redis_servers()
+    args = ["run", "lettuce", "--strategies", "no-timeout", "--repeat", "1", "--probes", "none"]
+    harness = subprocess.Popen(
+        [*HARNESS, *args, "--duration-s", "120", "--warmup-s", "0"],
+        env=lettuce_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (started := redis_servers() - before):
+            assert harness.poll() is None, harness.communicate()[1]
+            assert time.monotonic() < deadline, "no redis-server started"
+            time.sleep(0.1)
+        harness.send_signal(signal.SIGTERM)
+        assert harness.wait(timeout=60) == 130
+        for pid in started:
+            assert wait_dead(pid), f"redis-server {pid} still running after the harness stopped"
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
 
 
 @pytest.mark.bpf
