@@ -20,10 +20,13 @@ MISSING = "no-such-command-for-harness-tests"
 
 @pytest.fixture
 def needy_env(harness_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    """Two fixture suites: sleepy as it is, and a copy named needy that requires MISSING."""
+    """Two fixture suites: sleepy, and a copy named needy that requires MISSING."""
     workloads = tmp_path / "workloads"
     shutil.copytree(FIXTURES / "sleepy", workloads / "sleepy")
     shutil.copytree(FIXTURES / "sleepy", workloads / "needy")
+    sleepy = workloads / "sleepy" / "suite.toml"  # a one-repeat matrix: bench is not the point
+    small = sleepy.read_text().replace('["slow", "fast"]', '["slow"]').replace("[64, 3200]", "[64]")
+    sleepy.write_text(small.replace("repeats = 2", "repeats = 1"))
     manifest = workloads / "needy" / "suite.toml"
     text = manifest.read_text().replace('name = "sleepy"', 'name = "needy"')
     manifest.write_text(
