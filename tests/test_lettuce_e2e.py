@@ -30,9 +30,8 @@ GONE_WITHIN_S = 15.0  # a safety net on a busy machine, not a measurement
 
 def lettuce_suite() -> Suite:
     suite = discover(WORKLOADS)["lettuce"]
-    unmet = unmet_requirements(suite)
-    if unmet is not None:
-        pytest.skip(f"the lettuce suite cannot run here: {unmet}")
+    unmet = unmet_requirements(suite)  # `make deps` installs them
+    need(unmet and f"the lettuce suite cannot run here: {unmet}")
     if not suite.built or not (suite.folder / "bench" / "target" / "lettuce-bench.jar").is_file():
         pytest.fail("the lettuce workload is not built: run `make deps`")
     return suite
