@@ -18,7 +18,7 @@ from historyruns import write_night
 from sqlalchemy import func, select
 
 from harness import cli
-from harness.history import importer
+from harness.history import events, importer
 from harness.history.db import connect
 from harness.history.schema import metadata, points, runs
 
@@ -182,3 +182,21 @@ def test_migrations_create_exactly_the_schema(db_url: str) -> None:
     with engine.connect() as conn:
         differences = compare_metadata(MigrationContext.configure(conn), metadata)
     assert differences == []
+
+
+def test_a_detection_interrupted_after_the_import_runs_at_the_next_import(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dirs = stepped_history(tmp_path / "runs")
+
+    def interrupted(*args: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(events, "refresh", interrupted)
+    code, _, _ = harness(["history", "import", "--db", db_url, *map(str, dirs)], capsys)
+    assert code == 130
+    monkeypatch.undo()
+    code, out, _ = harness(["history", "import", "--db", db_url, *map(str, dirs)], capsys)
+    assert code == 0 and f"{NIGHTS} unchanged" in out
+    code, found = regressions(db_url, capsys)
+    assert code == 1 and [r["run_id"] for r in found] == [dirs[STEP_NIGHT].name]

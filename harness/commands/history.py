@@ -79,10 +79,7 @@ def handle_import(args: argparse.Namespace) -> int:
     done, refused = import_runs(engine, run_dirs)
     for line in refused:
         print(f"harness: refused: {line}", file=sys.stderr)
-    changed = {(i.machine_id, i.suite) for i in done if i.outcome in ("imported", "updated")}
-    for machine_id, suite in sorted(changed):
-        with engine.begin() as conn:
-            events.refresh(conn, machine_id, suite)
+    events.refresh_pending(engine)
     outcomes = ("imported", "updated", "unchanged", "skipped")
     counts = {o: sum(i.outcome == o for i in done) for o in outcomes}
     print(

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, Engine, delete, insert, select, update
 
 from harness.errors import BadInput
 from harness.history.detection import CONFIRM_RUNS, Change, RunFigures, series_changes
@@ -35,6 +35,24 @@ def kind_of(change: Change, better: str | None) -> str:
         return "change"
     worse = change.after < change.before if better == "higher" else change.after > change.before
     return "regression" if worse else "improvement"
+
+
+def refresh_pending(engine: Engine) -> int:
+    """Run the detection for every machine's suite with a run it has not seen yet, each in
+    one transaction with marking its runs seen; how many it ran for."""
+    with engine.connect() as conn:
+        pending = conn.execute(
+            select(runs.c.machine_id, runs.c.suite).where(runs.c.detected.is_(False)).distinct()
+        ).all()
+    for machine_id, suite in sorted(pending):
+        with engine.begin() as conn:
+            refresh(conn, machine_id, suite)
+            conn.execute(
+                update(runs)
+                .where((runs.c.machine_id == machine_id) & (runs.c.suite == suite))
+                .values(detected=True)
+            )
+    return len(pending)
 
 
 def refresh(conn: Connection, machine_id: int, suite: str) -> None:

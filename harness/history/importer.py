@@ -86,6 +86,7 @@ def _write(conn: Connection, doc: RunDoc, run_dir: Path, digest: str) -> Importe
         "report": "report.html" if report else None,
         "doc_sha256": digest,
         "imported_at": now_iso(),
+        "detected": False,
     }
     if row is None:
         run_pk = _new_id(conn.execute(insert(runs).values(values)))

@@ -18,6 +18,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 metadata = MetaData()
@@ -54,6 +55,9 @@ runs = Table(
     # sha256 of run.json: importing the same file again changes nothing.
     Column("doc_sha256", String(64), nullable=False),
     Column("imported_at", String(32), nullable=False),
+    # False from import until the detection has seen the run (harness/history/events.py): a
+    # detection interrupted after an import runs again at the next one.
+    Column("detected", Boolean, nullable=False, server_default=false()),
     Index("runs_machine_suite_started", "machine_id", "suite", "started_at"),
 )
 

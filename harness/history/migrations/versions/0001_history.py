@@ -38,6 +38,7 @@ def upgrade() -> None:
         sa.Column("report", sa.Text),
         sa.Column("doc_sha256", sa.String(64), nullable=False),
         sa.Column("imported_at", sa.String(32), nullable=False),
+        sa.Column("detected", sa.Boolean, nullable=False, server_default=sa.false()),
     )
     op.create_index("runs_machine_suite_started", "runs", ["machine_id", "suite", "started_at"])
     op.create_table(
