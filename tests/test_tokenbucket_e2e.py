@@ -35,7 +35,8 @@ def test_every_strategy_runs_with_a_schema_valid_run_json_and_plots(
     tb_env: dict[str, str],
 ) -> None:
     args = ["run", "tokenbucket", "--scenario", "sleeping-hog", "--param", "shards=2"]
-    args += ["--param", "series_ms=50", "--duration-s", "0.5", "--warmup-s", "0.1"]
+    args += ["--param", "series_ms=50", "--param", "pin=off"]
+    args += ["--duration-s", "0.5", "--warmup-s", "0.1"]
     done = run_harness([*args, "--repeat", "1", "--probes", "none"], tb_env, timeout=300)
     assert done.returncode == 0, done.stderr
     (run_dir,) = runs_dir(tb_env).iterdir()
@@ -48,8 +49,13 @@ def test_every_strategy_runs_with_a_schema_valid_run_json_and_plots(
         assert len(shards) == 2
         assert repeat["shard_tokens_min"] == min(shards)
         assert repeat["shard_tokens_max"] == max(shards)
-        assert 0 < repeat["shard_fairness"] <= 1
-        assert repeat["tokens_per_sec"] > 0
+        # On a busy machine a shard can get no CPU for a whole short window: bound what the
+        # run got, do not expect a share.
+        fairness = repeat["shard_fairness"]
+        assert 0 <= fairness <= 1
+        if max(shards):
+            assert fairness == pytest.approx(min(shards) / max(shards))
+        assert repeat["tokens_per_sec"] == pytest.approx(sum(shards) / repeat["measured_s"])
         assert repeat["rate_ratio"] == pytest.approx(repeat["tokens_per_sec"] / 1_000_000)
         # Bounded by construction: the bucket holds at most limit (500) tokens and a
         # replenish rounds rate x elapsed to the nearest token only once that is >= 1 (so at

@@ -5,6 +5,8 @@ these classes by `make schema`).
 Format history (`schema_version`):
 - 1: the shape the harness modules wrote into a nested dict; never written down.
 - 2: this model. The keys of 1, each with a defined type; unknown keys are refused.
+  Optional keys added since keep the version: every version-2 file still loads (see the
+  table in docs/run-json.md).
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ class Host(Record):
     """CPUs isolated from the scheduler (isolcpus)."""
     turbo: bool | None
     """Turbo/boost enabled."""
+    memory_bytes: Absent[int] = None
+    """MemTotal of /proc/meminfo (absent in runs from before it was recorded)."""
+    toolchains: Absent[dict[str, str]] = None
+    """The compilers the workloads are built with: `rustc`, `go` -> their version line."""
 
 
 class Scale(Record):
