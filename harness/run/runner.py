@@ -23,6 +23,7 @@ from harness.results import RunRecord
 from harness.run.plan import Plan
 from harness.run.progress import STARTUP_ESTIMATE_S, Step, make_progress
 from harness.run.repeat import Outcome, run_repeat
+from harness.run.resultcheck import vet
 from harness.run.stop import StopFlag
 from harness.rundoc.model import Failure
 
@@ -97,6 +98,7 @@ def execute(
             if outcome.interrupted:
                 interrupted = True
                 break
+            vet(outcome, plan.description.metrics)
             if not outcome.ok:
                 _discard(probes)
                 record.add_failure(cell_index, failure_record(repeat + 1, outcome))
