@@ -15,8 +15,8 @@ from harness.commands.runs import deadline_slack_s, run_plan, status_exit
 from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
-from harness.results import check_out_dir
 from harness.run.plan import plan_matrix
+from harness.run.preflight import preflight
 from harness.runlock import RunLock
 
 
@@ -62,16 +62,16 @@ def handle(args: argparse.Namespace) -> int:
     cpus = os.cpu_count() or 1
     exit_code = 0
     run_dirs: list[Path] = []
+    plans = []
+    for suite in suites:
+        matrix = suite.quick if args.quick else suite.bench
+        try:
+            plan = plan_matrix(suite, describe(suite), matrix, cpus, probes)
+            plans.append(replace(plan, profile=profile_settings(args)))
+        except BadInput as err:
+            raise BadInput(f"suite '{suite.name}': {err}") from err
+    preflight(plans, out_dir)  # bad input is exit 2 also while another run holds the lock
     with RunLock(lock_path(), " ".join(args.command_line)):
-        plans = []
-        for suite in suites:
-            matrix = suite.quick if args.quick else suite.bench
-            try:
-                plan = plan_matrix(suite, describe(suite), matrix, cpus, probes)
-                plans.append(replace(plan, profile=profile_settings(args)))
-            except BadInput as err:
-                raise BadInput(f"suite '{suite.name}': {err}") from err
-        check_out_dir(out_dir)
         for plan in plans:
             record, status = run_plan(plan, out_dir, args.command_line, slack_s, consoles.stdout())
             run_dirs.append(record.run_dir)
