@@ -353,7 +353,7 @@ class RunDoc(Record):
     suite: str
     status: Status
     """`running` until the end; then `complete`, `partial` (some repeats failed), `failed`
-    (none succeeded) or `interrupted` (Ctrl-C, SIGTERM)."""
+    (none succeeded, or a write error stopped it: see `error`) or `interrupted` (Ctrl-C, SIGTERM)."""
     started_at: str
     """UTC, ISO 8601 (2026-11-21T03:04:04Z)."""
     finished_at: str | None
@@ -369,3 +369,6 @@ class RunDoc(Record):
     plots: list[Plot]
     probe_overhead: Absent[Ratios] = None
     """--probe-overhead: probe set -> geometric mean of the cells' ratios."""
+    error: Absent[str] = None
+    """Why the run ended `failed` before its end (a write error such as a full disk), in one
+    line naming the path; absent otherwise."""
