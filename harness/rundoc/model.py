@@ -353,7 +353,8 @@ class RunDoc(Record):
     suite: str
     status: Status
     """`running` until the end; then `complete`, `partial` (some repeats failed), `failed`
-    (none succeeded, or a write error stopped it: see `error`) or `interrupted` (Ctrl-C, SIGTERM)."""
+    (none succeeded, or a write error stopped it: see `error`) or `interrupted` (Ctrl-C,
+    SIGTERM)."""
     started_at: str
     """UTC, ISO 8601 (2026-11-21T03:04:04Z)."""
     finished_at: str | None
