@@ -57,7 +57,7 @@ def check_out_dir(out_dir: Path, need_bytes: int) -> None:
     """BadInput unless a file can be made in `out_dir` (or the folder that will hold it) and
     its filesystem has `need_bytes` free."""
     probe = out_dir
-    while not probe.exists() and probe.parent != probe:
+    while not _exists(probe) and probe.parent != probe:
         probe = probe.parent
     if not probe.is_dir():
         raise BadInput(f"cannot create run directories in {out_dir}: {probe} is not a directory")
@@ -78,6 +78,17 @@ def check_out_dir(out_dir: Path, need_bytes: int) -> None:
             f"not enough room for the run in {out_dir}: {_size(free)} free on its filesystem, "
             f"the run needs about {_size(need_bytes)} (free some space or choose another --out)"
         )
+
+
+def _exists(path: Path) -> bool:
+    """Whether `path` is there, also when it cannot be looked into (then writing fails)."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _size(n: int) -> str:
