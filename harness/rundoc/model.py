@@ -190,6 +190,9 @@ class ProbeRepeat(Record):
     """Collectors: events dropped (0 is required for exact figures)."""
     totals: Absent[dict[str, Any]] = None
     """Collectors: their totals over the window (see docs/probes.md)."""
+    frequency_hz: Absent[int] = None
+    """oncpu: the frequency perf sampled at; config.perf_frequency_hz unless the kernel
+    lowered perf_event_max_sample_rate below it during the run."""
     script: Absent[str] = None
     """bpftrace: the script."""
     diff: Absent[dict[str, Any]] = None
