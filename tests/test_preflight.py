@@ -250,3 +250,20 @@ def test_a_workload_s_nan_is_not_a_successful_repeat(tmp_path: Path) -> None:
     assert outcome.ok  # the protocol is kept; the runner vets the metrics (above)
     problem = result_problem(outcome.result or {}, DECLARED)
     assert problem == "bad result: metric 'ops_per_sec' is nan"
+
+
+def test_a_repeat_s_exit_2_before_ready_stops_the_run_at_once(
+    harness_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A `check` that lets bad input through: the first repeat's exit 2 ends the run."""
+    suite = tmp_path / "lax"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "sleepy", suite)
+    script = (suite / "sleepy.py").read_text()
+    lax = script.replace("        parse_run(sys.argv[2:])\n", "        pass\n", 1)
+    assert lax != script
+    (suite / "sleepy.py").write_text(lax)
+    done = run_harness(["run", str(suite), "--duration-s", "86401", "--repeat", "5"], harness_env)
+    assert done.returncode == 2, done.stderr
+    line = one_error_line(done.stderr)
+    assert "cell slow: the workload rejected its input: bad window 86401 s" in line
+    assert not runs_dir(harness_env).exists() or not any(runs_dir(harness_env).iterdir())

@@ -19,6 +19,7 @@ from harness.paths import REPO_ROOT
 from harness.report import write_all
 from harness.results import RunRecord
 from harness.run.plan import Plan
+from harness.run.rejected import WorkloadRejected, end_rejected
 from harness.run.runner import execute
 from harness.run.stop import stop_on_signals
 from harness.run.writes import WriteFailed, write_failed
@@ -50,6 +51,9 @@ def run_plan(
         try:
             status = execute(plan, record, consoles.stderr(), stop, slack_s)
             reports = write_all(record.run_dir)
+        except WorkloadRejected as err:
+            end_rejected(record, err)
+            raise
         except WriteFailed as err:
             raise ended_failed(record, err) from err
         except OSError as err:

@@ -22,6 +22,7 @@ from harness.profiles.settings import ProfileSettings
 from harness.results import RunRecord
 from harness.run.plan import Plan
 from harness.run.progress import STARTUP_ESTIMATE_S, Step, make_progress
+from harness.run.rejected import rejection
 from harness.run.repeat import Outcome, run_repeat
 from harness.run.resultcheck import vet
 from harness.run.stop import StopFlag
@@ -99,6 +100,8 @@ def execute(
                 interrupted = True
                 break
             vet(outcome, plan.description.metrics)
+            if (rejected := rejection(outcome, cell.label)) is not None:
+                raise rejected
             if not outcome.ok:
                 _discard(probes)
                 record.add_failure(cell_index, failure_record(repeat + 1, outcome))
