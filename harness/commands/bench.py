@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
-from harness.catalog import choose, require_built
+from harness.catalog import choose, require_built, unmet_requirements
 from harness.commands import consoles
 from harness.commands.parsing import EXIT_CODES, FORMATTER, Commands, help_text, names
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
@@ -52,7 +53,13 @@ def add_parser(commands: Commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     roots = [workloads_root(), *suites_path()]
-    suites = [require_built(s) for s in choose(args.suites, roots[0], roots[1:])]
+    chosen = choose(args.suites, roots[0], roots[1:])
+    if args.suites is None:  # every suite: one that cannot run here is skipped, with the reason
+        for suite in chosen:
+            if (unmet := unmet_requirements(suite)) is not None:
+                print(f"harness: skipping suite '{suite.name}': {unmet}", file=sys.stderr)
+        chosen = [s for s in chosen if unmet_requirements(s) is None]
+    suites = [require_built(s) for s in chosen]
     probes = probe_specs(args)
     if not suites:
         where = ", ".join(str(root) for root in roots)

@@ -41,7 +41,7 @@ func TestDescribeIsValid(t *testing.T) {
 	for _, s := range d["strategies"].([]any) {
 		strategies = append(strategies, s.(map[string]any)["name"].(string))
 	}
-	if strings.Join(strategies, ",") != "fifo-channel,smart-lifo,puddle" {
+	if strings.Join(strategies, ",") != "fifo-channel,smart-lifo,puddle,vitess-smartconnpool" {
 		t.Errorf("strategies %v", strategies)
 	}
 	specsByName := map[string]spec{}
@@ -431,5 +431,24 @@ func TestCheckValidatesWithoutRunning(t *testing.T) {
 			!strings.HasPrefix(errText, "error: ") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errText)
 		}
+	}
+}
+
+// vitess-smartconnpool is not linked into pools-bench: its run is handed to the binary
+// beside it (exec), and a missing binary is a failed run (exit 1), not bad input.
+func TestVitessStrategyDelegated(t *testing.T) {
+	if bin := pool.DelegateBinary("vitess-smartconnpool"); bin != "pools-bench-vitess" {
+		t.Fatalf("DelegateBinary = %q", bin)
+	}
+	if bin := pool.DelegateBinary("smart-lifo"); bin != "" {
+		t.Fatalf("DelegateBinary(smart-lifo) = %q", bin)
+	}
+	if _, err := pool.New("vitess-smartconnpool", pool.Config{Capacity: 1}); err == nil {
+		t.Fatal("pool.New built vitess-smartconnpool in pools-bench")
+	}
+	// The test binary has no pools-bench-vitess beside it.
+	code, _, errText := runMain(t, "", "run", "--strategy", "vitess-smartconnpool", "--duration-s", "0.1")
+	if code != 1 || !strings.Contains(errText, "pools-bench-vitess") {
+		t.Errorf("exit %d, stderr %q", code, errText)
 	}
 }
