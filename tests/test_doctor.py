@@ -30,6 +30,7 @@ CHECK_NAMES = [
     "probe futex",
     "probe gc",
     "probe oncpu",
+    "probe offwake",
     "probe bt",
 ]
 ALL_CAPS = "000001ffffffffff"

@@ -140,6 +140,7 @@ def test_a_timers_run_with_every_probe_satisfies_the_schema(harness_env: dict[st
         "futex",
         "gc",
         "oncpu",
+        "offwake",
         "bt:syscalls_per_op",
     }
 

@@ -273,6 +273,15 @@ class Profile(Record):
     wakeup_svg: Absent[str] = None
     wakeups: Absent[int] = None
     """Wake-ups of the workload's threads, all repeats."""
+    offwake_folded: Absent[str] = None
+    """offwake: every blocking of every process, blocked stack `--` waker stack, weighted by
+    blocked ns, all repeats."""
+    offwake_svg: Absent[str] = None
+    """The off-wake flame graph."""
+    offwake_diff_svg: Absent[str] = None
+    """The off-wake differential graph against the baseline cell (red: more blocked time)."""
+    offwake_ns: Absent[int] = None
+    """ns off CPU of the workload's threads, all repeats."""
 
 
 class Cell(Record):
