@@ -117,6 +117,8 @@ def execute(
                 assert outcome.result is not None
                 record.add_variant_result(cell_index, key, outcome.result)
             if len(variants) > 1:
+                if outcome.ok:
+                    record.add_round(cell_index, key, repeat + 1)
                 _update_overhead(record, cell_index, main_key)
             record.write()
             progress.finished(step, outcome)

@@ -173,6 +173,37 @@ class Summary(Record):
     """Repeats that reported the metric."""
 
 
+class BpfProgram(Record):
+    """One BPF program of a probe over the measured window."""
+
+    id: int
+    name: str
+    run_cnt: int
+    run_time_ns: int
+
+
+class BpfStats(Record):
+    """A BPF probe's own cost over the measured window(s), from the kernel's BPF run-time
+    statistics (BPF_ENABLE_STATS, on while the probes run; harness/probes/bpfstats.py)."""
+
+    unavailable: Absent[str] = None
+    """The statistics could not be enabled, and why."""
+    window_ns: Absent[int] = None
+    """From the snapshot at measure_start to the one at measure_end (summed over repeats)."""
+    cpus: Absent[int] = None
+    """Online CPUs."""
+    run_cnt: Absent[int] = None
+    """Runs of the probe's programs (every event they are attached to, also other tasks')."""
+    run_time_ns: Absent[int] = None
+    """Time in those runs."""
+    ns_per_run: Absent[float] = None
+    """run_time_ns / run_cnt."""
+    cpu_share: Absent[float] = None
+    """run_time_ns / (window_ns x cpus): the probe's share of the machine's CPU time."""
+    programs: Absent[list[BpfProgram]] = None
+    """Per program (one repeat's record only)."""
+
+
 class ProbeRepeat(Record):
     """One repeat's output of one probe: a summary and the raw file, or why there is none."""
 
@@ -202,6 +233,8 @@ class ProbeRepeat(Record):
     """bpftrace: caveats of the window difference."""
     per_op: Absent[dict[str, Any]] = None
     """bpftrace: the numbers of `diff` divided by the repeat's op count."""
+    bpf_stats: Absent[BpfStats] = None
+    """BPF probes: their programs' run count and run time over the window."""
 
 
 class ProbeSummary(Record):
@@ -219,6 +252,8 @@ class ProbeSummary(Record):
     """No repeat produced output: the last repeat's reason."""
     error: Absent[str] = None
     """No repeat produced output: the last repeat's error."""
+    bpf_stats: Absent[BpfStats] = None
+    """BPF probes: their programs' cost over the repeats (counts and windows summed)."""
 
 
 class TopFrame(Record):
@@ -284,6 +319,27 @@ class Profile(Record):
     """ns off CPU of the workload's threads, all repeats."""
 
 
+class OverheadInterval(Record):
+    """--probe-overhead: one probe set's ops/s ratio, paired by repeat round (each round's
+    ops/s with the probes / without in the same round; harness/probes/overhead_pairs.py)."""
+
+    n: int
+    """Rounds with both sides."""
+    ratio: float | None
+    """Median of the rounds' ratios."""
+    ci95_low: Absent[float] = None
+    """Interval of that median from order statistics ([min, max] below 6 rounds)."""
+    ci95_high: Absent[float] = None
+    ci_coverage: Absent[float] = None
+    """Probability that [ci95_low, ci95_high] covers the median."""
+    p_value: Absent[float] = None
+    """Wilcoxon signed-rank, two-sided, of the log ratios against 0."""
+    significant: bool
+    """p < 0.05."""
+    reason: Absent[str] = None
+    """Why there is no p, or why it cannot be significant (fewer than 6 rounds)."""
+
+
 class Cell(Record):
     """One strategy at one scenario and parameter combination, and its repeats."""
 
@@ -311,6 +367,11 @@ class Cell(Record):
     probe_overhead: Absent[Ratios] = None
     """--probe-overhead: probe set -> median ops/s with it / without probes (null: a side
     has no repeat)."""
+    probe_rounds: Absent[dict[str, list[int]]] = None
+    """--probe-overhead: probe set -> the round of each of its successful repeats (in the
+    order of probe_variants, or of repeats for the main set)."""
+    probe_overhead_paired: Absent[dict[str, OverheadInterval]] = None
+    """--probe-overhead: probe set -> its ratio paired by round, with interval and p."""
 
 
 class Comparison(Record):
@@ -378,3 +439,5 @@ class RunDoc(Record):
     plots: list[Plot]
     probe_overhead: Absent[Ratios] = None
     """--probe-overhead: probe set -> geometric mean of the cells' ratios."""
+    probe_overhead_paired: Absent[dict[str, OverheadInterval]] = None
+    """--probe-overhead: probe set -> the rounds' ratios of every cell pooled, paired."""
