@@ -31,6 +31,7 @@ CHECK_NAMES = [
     "probe gc",
     "probe oncpu",
     "probe offwake",
+    "probe perfstat",
     "probe bt",
 ]
 ALL_CAPS = "000001ffffffffff"

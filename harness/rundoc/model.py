@@ -230,7 +230,7 @@ class ProbeRepeat(Record):
     output: Absent[list[Any]] = None
     """bpftrace: what the script printed besides maps."""
     notes: Absent[list[str]] = None
-    """bpftrace: caveats of the window difference."""
+    """bpftrace: caveats of the window difference; perfstat: events not counted, multiplexed."""
     per_op: Absent[dict[str, Any]] = None
     """bpftrace: the numbers of `diff` divided by the repeat's op count."""
     bpf_stats: Absent[BpfStats] = None
