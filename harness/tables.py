@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from harness.cpuset import header as cpuset_header
 from harness.format.cells import cell_summary, param_text, varying_params
 from harness.format.metrics import (
     PERCENT_METRICS,
@@ -217,6 +218,10 @@ def _header(doc: Mapping[str, Any]) -> Text:
     if git.get("dirty"):
         facts.append("dirty tree")
     text.append("\n" + " · ".join(facts), style="dim")
+    placement = cpuset_header(config.get("cpuset"))
+    if placement:
+        auto = " (automatic split)" if config.get("cpuset_auto") else ""
+        text.append(f"\n{placement}{auto}", style="dim")
     text.append(
         f"\nhost {host.get('hostname')} · {host.get('cpu_model')} · "
         f"{host.get('logical_cpus')} CPUs · governor {host.get('governor')} · "

@@ -12,6 +12,7 @@ from harness.commands import consoles
 from harness.commands.parsing import EXIT_CODES, FORMATTER, Commands, help_text, names
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
 from harness.commands.runs import deadline_slack_s, run_plan, status_exit
+from harness.cpuset import auto_split, online_cpus
 from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
@@ -68,6 +69,8 @@ def handle(args: argparse.Namespace) -> int:
             matrix = suite.quick if args.quick else suite.bench
             try:
                 plan = plan_matrix(suite, describe(suite), matrix, cpus, probes)
+                split = auto_split(online_cpus())
+                plan = replace(plan, cpuset=split, cpuset_auto=split is not None)
                 plans.append(replace(plan, profile=profile_settings(args)))
             except BadInput as err:
                 raise BadInput(f"suite '{suite.name}': {err}") from err

@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
+from harness import cpuset
 from harness.describe import plain_number
 from harness.plots import write_plots
 from harness.probes import overhead
@@ -88,7 +89,7 @@ def execute(
                     repeat_args(plan, cell_index),
                     deadline_s,
                     stop,
-                    hooks=session,
+                    hooks=cpuset.hooks(plan, session),
                 )
             finally:
                 probes = session.close() if session else {}

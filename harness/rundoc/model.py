@@ -126,6 +126,11 @@ class Config(Record):
     """Frame substrings that make an on-CPU sample lock-related (mutex_share)."""
     command: list[str]
     """The harness command line."""
+    cpuset: Absent[dict[str, list[int]]] = None
+    """--cpuset (or harness bench's split): role -> the CPUs its processes were pinned to."""
+    cpuset_auto: Absent[bool] = None
+    """The cpuset is harness bench's automatic client/server split (pins only workloads
+    whose ready event lists a server process)."""
 
 
 class Metric(Record):
