@@ -9,7 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_bpf_collectors import Collector, LineProcess, Target, collectors, fixtures, reap
+from conftest import only_run, run_harness, runs_dir
+from test_bpf_collectors import ROOT, Collector, LineProcess, Target, collectors, fixtures, reap
 
 from harness.probes.bpfstats import BpfStatsWatch
 from harness.probes.kinds.offwake import SEPARATOR, folded_lines, waker_pairs
@@ -77,3 +78,35 @@ def test_offwake_stacks_name_the_waker_and_the_bpf_stats_count_its_runs(
     assert cost["run_cnt"] == sum(runs.values())
     assert 0 < cost["run_time_ns"] <= cost["window_ns"] * cost["cpus"]
     assert cost["ns_per_run"] == cost["run_time_ns"] / cost["run_cnt"]
+
+
+@pytest.mark.e2e
+def test_event_executor_is_woken_by_the_client_threads(
+    collectors: Path, harness_env: dict[str, str]
+) -> None:
+    """The lettuce picture: event-exec-N threads block in their task queue and are woken by the
+    client threads handing them work (a cancellation's removal task, a schedule)."""
+    env = {**harness_env, "HARNESS_WORKLOADS": str(ROOT / "workloads")}
+    args = ["run", "timers", "--strategies", "none,event-executor", "--probes", "offwake"]
+    args += ["--param", "concurrency=64", "--duration-s", "0.5", "--warmup-s", "0.2"]
+    done = run_harness([*args, "--repeat", "1"], env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    run = only_run(env)
+    run_dir = runs_dir(env) / run["run_id"]
+    cell = next(c for c in run["cells"] if c["strategy"] == "event-executor")
+    profile = cell["profile"]
+    assert (run_dir / profile["offwake_svg"]).is_file()
+    assert (run_dir / profile["offwake_diff_svg"]).is_file()  # against the `none` cell
+    stacks: Counter[str] = Counter()
+    for line in (run_dir / profile["offwake_folded"]).read_text().splitlines():
+        stack, _, ns = line.rpartition(" ")
+        stacks[stack] += int(ns)
+    assert sum(stacks.values()) == profile["offwake_ns"]
+    pairs = waker_pairs(stacks)
+    executors = {w: ns for (b, w), ns in pairs.items() if b.startswith("event-exec")}
+    assert executors, pairs
+    # The executors' wakers are the client's threads, most of their blocked time.
+    clients = sum(ns for waker, ns in executors.items() if waker == "timers-client")
+    assert clients > 0.5 * sum(executors.values()), executors
+    probe = cell["probes"]["offwake"]
+    assert probe["bpf_stats"]["run_cnt"] >= probe["totals"]["blocks"]
