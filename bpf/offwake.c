@@ -161,6 +161,28 @@ static void add_stack(struct strbuf *b, int fd, __s32 id, bool user, bool root_f
 	}
 }
 
+/* Whether the waker's kernel stack shows it woke from an interrupt (a timer's
+ * expiry, a softirq): current was then merely the task interrupted. */
+static bool in_interrupt(int fd, __s32 id, const struct ksyms *ksyms)
+{
+	static const char *const marks[] = { "asm_sysvec_", "asm_common_interrupt",
+					     "handle_softirqs", "__do_softirq", "irq_exit" };
+	__u64 ips[MAX_STACK_DEPTH] = {};
+	const char *name;
+	size_t m;
+	int i;
+
+	if (id < 0 || bpf_map_lookup_elem(fd, &id, ips))
+		return false;
+	for (i = 0; i < MAX_STACK_DEPTH && ips[i]; i++) {
+		name = ksyms_name(ksyms, ips[i]);
+		for (m = 0; name && m < sizeof(marks) / sizeof(marks[0]); m++)
+			if (!strncmp(name, marks[m], strlen(marks[m])))
+				return true;
+	}
+	return false;
+}
+
 static const char *state_frame(__u32 state, char *buf, size_t len)
 {
 	switch (state) {
@@ -196,10 +218,19 @@ static char *fold(const struct entry *e, int fd, struct syms *syms, const struct
 	} else if (!k->waker_tid && !e->val.waker_comm[0]) {
 		frame(&b, "[waker not seen]");
 	} else {
+		const char *comm = e->val.waker_comm[0] ? e->val.waker_comm : "?";
+		char irq[TASK_COMM_LEN + 32];
+
 		add_stack(&b, fd, k->waker_kern_stack_id, false, false, syms, ksyms, k->waker_tgid);
-		add_stack(&b, fd, k->waker_user_stack_id, true, false, syms, ksyms,
-			  k->waker_tgid);
-		frame(&b, e->val.waker_comm[0] ? e->val.waker_comm : "?");
+		/* In an interrupt the user stack is the interrupted task's: left out. */
+		if (in_interrupt(fd, k->waker_kern_stack_id, ksyms)) {
+			snprintf(irq, sizeof(irq), "[interrupt] in %s", comm);
+			frame(&b, irq);
+		} else {
+			add_stack(&b, fd, k->waker_user_stack_id, true, false, syms, ksyms,
+				  k->waker_tgid);
+			frame(&b, comm);
+		}
 	}
 	return b.s;
 }

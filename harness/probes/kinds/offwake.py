@@ -38,8 +38,9 @@ def folded_lines(data: Data) -> Counter[str]:
 
 
 def waker_pairs(stacks: Mapping[str, int]) -> Counter[tuple[str, str]]:
-    """(blocked comm, waker comm) -> blocked ns; the waker is the last frame, `[...]` when
-    there was none (preempted, or its wake-up not seen)."""
+    """(blocked comm, waker comm) -> blocked ns; the waker is the last frame: `[interrupt] in
+    <comm>` for a wake-up from an interrupt, `[...]` when there was none (preempted, or its
+    wake-up not seen)."""
     pairs: Counter[tuple[str, str]] = Counter()
     for line, ns in stacks.items():
         frames = line.split(";")
