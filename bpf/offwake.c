@@ -161,12 +161,13 @@ static void add_stack(struct strbuf *b, int fd, __s32 id, bool user, bool root_f
 	}
 }
 
-/* Whether the waker's kernel stack shows it woke from an interrupt (a timer's
- * expiry, a softirq): current was then merely the task interrupted. */
+/* Whether the waker's kernel stack shows it woke from a hardware interrupt (a
+ * timer's expiry): current was then merely the task interrupted. A softirq run
+ * in process context (a loopback send's receive path, from local_bh_enable) is
+ * the task's own doing and keeps its stacks. */
 static bool in_interrupt(int fd, __s32 id, const struct ksyms *ksyms)
 {
-	static const char *const marks[] = { "asm_sysvec_", "asm_common_interrupt",
-					     "handle_softirqs", "__do_softirq", "irq_exit" };
+	static const char *const marks[] = { "asm_sysvec_", "asm_common_interrupt" };
 	__u64 ips[MAX_STACK_DEPTH] = {};
 	const char *name;
 	size_t m;
