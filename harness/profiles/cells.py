@@ -144,6 +144,7 @@ class CellProfiler:
             notes += offwake_graphs.draw(self, out, cell, stacks, baseline, name, where)
         elif "offwake" in cell.probes:
             notes.append(_missing(cell, "offwake", "no off-wake graph"))
+        out.notes = notes  # the model copied the list it was given
         return out
 
     def _diff(

@@ -39,13 +39,24 @@ def draw(
         colors="wakeup",
     )
     out.offwake_ns = blocked
+    notes = []
+    summary = cell.probes.get("offwake")
+    lost = int((summary.totals or {}).get("lost_stacks") or 0) if summary else 0
+    if lost:
+        notes.append(
+            f"off-wake graph: {lost} stacks lost (stack map collisions or errors; their frames "
+            "read [stack lost...])"
+        )
     if baseline is None:
-        return ["no off-wake differential graph: no baseline cell with this scenario/params"]
+        return [
+            *notes,
+            "no off-wake differential graph: no baseline cell with this scenario/params",
+        ]
     base_cell, base = baseline
     if base_cell is cell:
-        return []
+        return notes
     if not base.offwake:
-        return ["no off-wake differential graph: the baseline cell has no off-wake stacks"]
+        return [*notes, "no off-wake differential graph: the baseline cell has no off-wake stacks"]
     diff = inferno.diff_folded(
         folded.render(base.offwake), folded.render(stacks.offwake), profiler.run_dir / "folded"
     )
@@ -56,4 +67,4 @@ def draw(
         f"{where}; red: more blocked time than in {base_cell.strategy}, blue: less "
         "(normalised by total blocked time)",
     )
-    return []
+    return notes
