@@ -7,6 +7,9 @@ VENV := .venv
 HARNESS := $(VENV)/bin/harness
 TIMERS := workloads/timers
 POOLS := workloads/pools
+# the real vitess smartconnpool: a module of its own (see workloads/pools/suite.toml)
+POOLS_VITESS := workloads/pools/vitess
+LETTUCE := workloads/lettuce
 # Flame graph tools from crates.io, pinned, installed into the repo (not the user's ~/.cargo).
 INFERNO_VERSION := 0.12.8
 TOOLS := .tools
@@ -17,12 +20,12 @@ SUITES ?=
 QUICK ?=
 suites_flag = $(if $(SUITES),--suites $(SUITES))
 
-.PHONY: deps system-deps python-env inferno build bpf bench test lint test-rust test-loom test-go \
-	test-python lock schema clean
+.PHONY: deps system-deps python-env inferno lettuce-deps build bpf bench nightly dashboard \
+	bench-history test lint test-rust test-loom test-go test-python lock schema clean
 
 ## deps: Debian packages (as root), the pinned Python environment, inferno, the eBPF
 ## collectors, every workload built
-deps: system-deps python-env inferno bpf build
+deps: system-deps python-env inferno bpf lettuce-deps build
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -41,6 +44,14 @@ $(TOOLS)/.inferno-$(INFERNO_VERSION):
 	cargo install --quiet --locked inferno --version $(INFERNO_VERSION) --root $(TOOLS)
 	touch $@
 
+# The lettuce suite's Maven dependencies and plugins, fetched once into its repo-local
+# repository (.m2) by an online build, so that its suite.toml build runs offline (-o).
+# Without Java or Maven the suite is skipped (its suite.toml `requires`).
+lettuce-deps:
+	@if command -v mvn >/dev/null && command -v java >/dev/null; then \
+		cd $(LETTUCE) && mvn -B -q -Dmaven.repo.local=.m2 package; \
+	else echo "deps: no java/mvn: the lettuce suite will be skipped" >&2; fi
+
 build: python-env
 	$(HARNESS) build $(suites_flag)
 
@@ -51,9 +62,26 @@ bpf:
 		echo "deps: the eBPF collectors did not build (see above): probes will be unavailable" >&2; \
 		[ "$${REQUIRE_BPF:-0}" != 1 ]; }
 
-## bench: the default matrix of every suite (SUITES=a,b to choose, QUICK=1 for short cells)
+## bench: the default matrix of every suite (SUITES=a,b to choose, QUICK=1 for short cells),
+## then its runs imported into the history (results/history.sqlite, or $$HARNESS_DB)
 bench: deps
-	$(HARNESS) bench $(suites_flag) $(if $(QUICK),--quick)
+	status=0; $(HARNESS) bench $(suites_flag) $(if $(QUICK),--quick) || status=$$?; \
+	$(HARNESS) history import; exit $$status
+
+## nightly: bench, import, the dashboard, then the regressions (exit 1 while one is open);
+## scripts/nightly wraps it for cron or a systemd timer (lock, log file)
+nightly:
+	status=0; $(MAKE) --no-print-directory bench || status=$$?; \
+	$(HARNESS) dashboard; \
+	$(HARNESS) history regressions || status=$$(( status ? status : $$? )); exit $$status
+
+## dashboard: the static site of the history (results/dashboard/index.html)
+dashboard: python-env
+	$(HARNESS) dashboard
+
+## bench-history: the history's scale benchmark (synthetic year of nights; figures on stdout)
+bench-history: python-env
+	$(VENV)/bin/python scripts/bench-history
 
 ## test: lint, then every test (cargo test, loom, go test -race, pytest)
 test: deps lint test-rust test-loom test-go test-python
@@ -65,6 +93,7 @@ lint: python-env
 	cd $(TIMERS) && cargo clippy --locked --manifest-path legacy/Cargo.toml -- -D warnings
 	cd $(POOLS) && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above" >&2; exit 1; }
 	cd $(POOLS) && go vet ./...
+	cd $(POOLS_VITESS) && go vet -tags goexperiment.swissmap ./...
 	$(VENV)/bin/ruff check harness tests
 	$(VENV)/bin/ruff format --check harness tests
 	$(VENV)/bin/mypy
@@ -83,6 +112,7 @@ test-loom:
 
 test-go:
 	cd $(POOLS) && go test -race -count=1 ./...
+	cd $(POOLS_VITESS) && go test -race -count=1 -tags goexperiment.swissmap ./...
 
 test-python: python-env
 	$(VENV)/bin/pytest
@@ -99,5 +129,5 @@ schema: python-env
 	$(VENV)/bin/python -m harness.rundoc.schema > docs/run.schema.json
 
 clean:
-	rm -rf $(VENV) $(TIMERS)/target $(TOOLS) $(POOLS)/bin
+	rm -rf $(VENV) $(TIMERS)/target $(TOOLS) $(POOLS)/bin $(LETTUCE)/*/target
 	$(MAKE) -C bpf clean

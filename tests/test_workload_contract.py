@@ -21,8 +21,9 @@ from typing import IO, Any
 import pytest
 from conftest import FIXTURES
 from readme_example import example_name, write_example
+from requirements import need
 
-from harness.catalog import find_suites
+from harness.catalog import find_suites, unmet_requirements
 from harness.describe import PARAM_TYPES, Description, ParamSpec, parse_description
 from harness.paths import REPO_ROOT, suites_path
 from harness.suites import Suite, load_suite
@@ -56,6 +57,8 @@ def documents() -> dict[str, dict[str, Any]]:
 @pytest.fixture(params=NAMES)
 def suite(request: pytest.FixtureRequest, suites: dict[str, Suite]) -> Suite:
     chosen = suites[request.param]
+    unmet = unmet_requirements(chosen)  # suite.toml `requires`; `make deps` installs them
+    need(unmet and f"suite {chosen.name} cannot run here: {unmet}")
     if not chosen.built:
         pytest.fail(f"suite {chosen.name}: {chosen.binary} is not built: run `make deps`")
     return chosen

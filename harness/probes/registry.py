@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from harness.probes.kind import ProbeKind, ProbeMetric
-from harness.probes.kinds import bpftrace, futex, gc, offwake, oncpu, perfstat, sched
+from harness.probes.kinds import bpftrace, futex, gc, jvmgc, offwake, oncpu, perfstat, sched
 
 # In this order: `all`, doctor's lines, the derived metrics of a repeat, `harness probe`.
 NAMED: tuple[ProbeKind, ...] = (
     sched.KIND,
     futex.KIND,
     gc.KIND,
+    jvmgc.KIND,
     oncpu.KIND,
     offwake.KIND,
     perfstat.KIND,

@@ -49,16 +49,22 @@ def failure_record(repeat: int, outcome: Outcome) -> Failure:
 
 
 def execute(
-    plan: Plan, record: RunRecord, console: Console, stop: StopFlag, deadline_slack_s: float
+    plan: Plan,
+    record: RunRecord,
+    console: Console,
+    stop: StopFlag,
+    deadline_slack_s: float,
+    later_s: float = 0.0,
 ) -> str:
-    """Run every repeat of the plan; returns the final status written to run.json."""
+    """Run every repeat of the plan; returns the final status written to run.json. later_s:
+    the planned seconds of the runs after this one (the ETA is the whole bench's)."""
     variants = overhead.variants(plan.probes, plan.probe_overhead)
     main_key = variants[-1][0]
     runs = [(c, r, v) for c, r in plan.schedule() for v in variants]
     deadline_s = plan.warmup_s + plan.duration_s + deadline_slack_s
     planned_step_s = plan.warmup_s + plan.duration_s + STARTUP_ESTIMATE_S
     interrupted = False
-    with make_progress(console, len(runs), planned_step_s) as progress:
+    with make_progress(console, len(runs), planned_step_s, later_s) as progress:
         for index, (cell_index, repeat, (key, specs)) in enumerate(runs, start=1):
             if stop.requested:
                 interrupted = True

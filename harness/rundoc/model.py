@@ -79,6 +79,10 @@ class Host(Record):
     """CPUs isolated from the scheduler (isolcpus)."""
     turbo: bool | None
     """Turbo/boost enabled."""
+    memory_bytes: Absent[int] = None
+    """MemTotal of /proc/meminfo (absent in runs from before it was recorded)."""
+    toolchains: Absent[dict[str, str]] = None
+    """The compilers the workloads are built with: `rustc`, `go` -> their version line."""
 
 
 class Scale(Record):

@@ -41,7 +41,7 @@ func TestDescribeIsValid(t *testing.T) {
 	for _, s := range d["strategies"].([]any) {
 		strategies = append(strategies, s.(map[string]any)["name"].(string))
 	}
-	if strings.Join(strategies, ",") != "fifo-channel,smart-lifo,puddle" {
+	if strings.Join(strategies, ",") != "fifo-channel,smart-lifo,puddle,vitess-smartconnpool" {
 		t.Errorf("strategies %v", strategies)
 	}
 	specsByName := map[string]spec{}
@@ -409,5 +409,24 @@ func TestHistogram(t *testing.T) {
 	s := summary([]float64{1, 2, 3, 4})
 	if s["p50"] != 2.5 || s["avg"] != 2.5 || s["max"] != 4 {
 		t.Errorf("summary %v", s)
+	}
+}
+
+// vitess-smartconnpool is not linked into pools-bench: its run is handed to the binary
+// beside it (exec), and a missing binary is a failed run (exit 1), not bad input.
+func TestVitessStrategyDelegated(t *testing.T) {
+	if bin := pool.DelegateBinary("vitess-smartconnpool"); bin != "pools-bench-vitess" {
+		t.Fatalf("DelegateBinary = %q", bin)
+	}
+	if bin := pool.DelegateBinary("smart-lifo"); bin != "" {
+		t.Fatalf("DelegateBinary(smart-lifo) = %q", bin)
+	}
+	if _, err := pool.New("vitess-smartconnpool", pool.Config{Capacity: 1}); err == nil {
+		t.Fatal("pool.New built vitess-smartconnpool in pools-bench")
+	}
+	// The test binary has no pools-bench-vitess beside it.
+	code, _, errText := runMain(t, "", "run", "--strategy", "vitess-smartconnpool", "--duration-s", "0.1")
+	if code != 1 || !strings.Contains(errText, "pools-bench-vitess") {
+		t.Errorf("exit %d, stderr %q", code, errText)
 	}
 }

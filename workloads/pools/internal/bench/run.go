@@ -11,12 +11,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/benchharness/pools/internal/pool"
@@ -162,6 +164,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
 	}
+	if bin := pool.DelegateBinary(pl.strategy); bin != "" {
+		return delegate(bin, args, stderr)
+	}
 	res, err := execute(pl, stdin, func(event map[string]any) {
 		line, _ := json.Marshal(event)
 		fmt.Fprintln(stdout, string(line))
@@ -177,6 +182,20 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// delegate replaces this process with the binary beside it that runs the strategy (same
+// pid, same arguments, same stdin and stdout: the harness sees one workload process).
+func delegate(bin string, args []string, stderr io.Writer) int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "error: cannot find this binary's folder to run %s: %v\n", bin, err)
+		return 1
+	}
+	path := filepath.Join(filepath.Dir(self), bin)
+	err = syscall.Exec(path, append([]string{path, "run"}, args...), os.Environ())
+	fmt.Fprintf(stderr, "error: cannot run %s (built by `make deps` from workloads/pools/vitess): %v\n", path, err)
+	return 1
 }
 
 // gcSnapshot is the runtime's GC counters at a window edge. Neither read stops the
