@@ -20,8 +20,8 @@ SUITES ?=
 QUICK ?=
 suites_flag = $(if $(SUITES),--suites $(SUITES))
 
-.PHONY: deps system-deps python-env inferno lettuce-deps build bpf bench test lint test-rust test-loom test-go \
-	test-python lock schema clean
+.PHONY: deps system-deps python-env inferno lettuce-deps build bpf bench nightly dashboard \
+	bench-history test lint test-rust test-loom test-go test-python lock schema clean
 
 ## deps: Debian packages (as root), the pinned Python environment, inferno, the eBPF
 ## collectors, every workload built
@@ -63,9 +63,26 @@ bpf:
 		echo "deps: the eBPF collectors did not build (see above): probes will be unavailable" >&2; \
 		[ "$${REQUIRE_BPF:-0}" != 1 ]; }
 
-## bench: the default matrix of every suite (SUITES=a,b to choose, QUICK=1 for short cells)
+## bench: the default matrix of every suite (SUITES=a,b to choose, QUICK=1 for short cells),
+## then its runs imported into the history (results/history.sqlite, or $$HARNESS_DB)
 bench: deps
-	$(HARNESS) bench $(suites_flag) $(if $(QUICK),--quick)
+	status=0; $(HARNESS) bench $(suites_flag) $(if $(QUICK),--quick) || status=$$?; \
+	$(HARNESS) history import; exit $$status
+
+## nightly: bench, import, the dashboard, then the regressions (exit 1 while one is open);
+## scripts/nightly wraps it for cron or a systemd timer (lock, log file)
+nightly:
+	status=0; $(MAKE) --no-print-directory bench || status=$$?; \
+	$(HARNESS) dashboard; \
+	$(HARNESS) history regressions || status=$$(( status ? status : $$? )); exit $$status
+
+## dashboard: the static site of the history (results/dashboard/index.html)
+dashboard: python-env
+	$(HARNESS) dashboard
+
+## bench-history: the history's scale benchmark (synthetic year of nights; figures on stdout)
+bench-history: python-env
+	$(VENV)/bin/python scripts/bench-history
 
 ## test: lint, then every test (cargo test, loom, go test -race, pytest)
 test: deps lint test-rust test-loom test-go test-python

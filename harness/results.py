@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import stats
 from harness.errors import BadInput
+from harness.probes import overhead_pairs
 from harness.run.writes import (
     WriteFailed,
     make_reserve,
@@ -31,6 +32,7 @@ from harness.rundoc.model import (
     Git,
     Host,
     Metric,
+    OverheadInterval,
     Plot,
     ProbeSummary,
     Profile,
@@ -205,9 +207,31 @@ class RunRecord:
         variants.setdefault(variant, []).append(dict(result))
         cell.probe_variants = variants
 
+    def add_round(self, index: int, variant: str, round_number: int) -> None:
+        """--probe-overhead: the round of the probe set's latest successful repeat."""
+        cell = self.cell(index)
+        rounds = cell.probe_rounds if cell.probe_rounds is not None else {}
+        rounds.setdefault(variant, []).append(round_number)
+        cell.probe_rounds = rounds
+
     def set_probe_overhead(self, index: int, cell_ratios: Ratios, run_ratios: Ratios) -> None:
         self.cell(index).probe_overhead = cell_ratios
         self.run.probe_overhead = run_ratios
+        # The ratios paired by round, with intervals (probes/overhead_pairs.py).
+        pooled = []
+        for cell in self.run.cells:
+            main = [k for k in cell.probe_overhead or {} if k not in (cell.probe_variants or {})]
+            variants = {**(cell.probe_variants or {}), **{k: cell.repeats for k in main}}
+            ratios = overhead_pairs.paired_ratios(variants, cell.probe_rounds)
+            cell.probe_overhead_paired = {
+                k: OverheadInterval.model_validate(overhead_pairs.interval(v))
+                for k, v in ratios.items()
+            } or None
+            pooled.append(ratios)
+        run = overhead_pairs.run_intervals(pooled)
+        self.run.probe_overhead_paired = {
+            k: OverheadInterval.model_validate(v) for k, v in run.items()
+        } or None
 
     def set_profiles(self, profiles: Sequence[Profile | None]) -> None:
         """One per cell, in order; None keeps the cell's profile as it is."""

@@ -31,6 +31,7 @@ environment:
   HARNESS_DEADLINE_SLACK_S   a repeat is killed after warm-up + duration + this (default: 120)
   HARNESS_PROBES             default of --probes for run and bench (default: all)
   HARNESS_BPF_BUILD          folder of the built probe collectors (default: <repo>/bpf/build)
+  HARNESS_DB                 history database URL (default: sqlite:///<results>/history.sqlite)
 """
 FORMATTER = argparse.RawDescriptionHelpFormatter
 N = TypeVar("N", int, float)

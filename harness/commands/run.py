@@ -21,6 +21,7 @@ from harness.commands.parsing import (
 )
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
 from harness.commands.runs import deadline_slack_s, run_plan, status_exit
+from harness.cpuset import online_cpus, parse_cpuset, roles_of
 from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
@@ -116,6 +117,14 @@ def add_parser(commands: Commands) -> None:
         "ops/s with / without per probe (probe_overhead in run.json)",
     )
     p.add_argument(
+        "--cpuset",
+        action="append",
+        default=[],
+        metavar="ROLE=CPUS",
+        help="pin the workload's processes by role, e.g. client=0-15,server=16-31 (roles: "
+        "client = the first pid of ready, server = the others; see docs/workload-contract.md)",
+    )
+    p.add_argument(
         "--out",
         type=Path,
         metavar="DIR",
@@ -144,9 +153,10 @@ def handle(args: argparse.Namespace) -> int:
     sweep = _sweep(args.param)
     out_dir: Path = args.out or results_root() / "runs"
     slack_s = deadline_slack_s()
+    description = describe(suite)
     plan = build_plan(
         suite,
-        describe(suite),
+        description,
         strategies=args.strategies,
         scenarios=args.scenario or suite.bench.scenarios,
         sweep=sweep,
@@ -158,6 +168,7 @@ def handle(args: argparse.Namespace) -> int:
         probe_overhead=args.probe_overhead,
         baseline=args.baseline,
         profile=profile_settings(args),
+        cpuset=parse_cpuset(args.cpuset, roles_of(description), online_cpus()),
     )
     preflight([plan], out_dir)  # bad input is exit 2 also while another run holds the lock
     with RunLock(lock_path(), " ".join(args.command_line)):

@@ -42,14 +42,19 @@ def deadline_slack_s() -> float:
 
 
 def run_plan(
-    plan: Plan, out_dir: Path, command: Sequence[str], slack_s: float, table_console: Console
+    plan: Plan,
+    out_dir: Path,
+    command: Sequence[str],
+    slack_s: float,
+    table_console: Console,
+    later_s: float = 0.0,
 ) -> tuple[RunRecord, str]:
     with stop_on_signals() as stop:
         record = RunRecord.create(
             out_dir, plan, git=git_info(REPO_ROOT), host=collect_host(), command=command
         )
         try:
-            status = execute(plan, record, consoles.stderr(), stop, slack_s)
+            status = execute(plan, record, consoles.stderr(), stop, slack_s, later_s)
             reports = write_all(record.run_dir)
         except WorkloadRejected as err:
             end_rejected(record, err)
