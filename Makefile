@@ -38,6 +38,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	scripts/check-venv-access.sh $(VENV)
 	touch $@
 
 inferno: $(TOOLS)/.inferno-$(INFERNO_VERSION)

@@ -170,8 +170,6 @@ class Description:
     params: dict[str, ParamSpec]
     metrics: tuple[dict[str, Any], ...]
     plots: tuple[PlotSpec, ...] = ()
-    # describe's `"check": true`: the binary takes `check` (harness/run/precheck.py).
-    checks_input: bool = False
 
     @property
     def strategy_names(self) -> list[str]:
@@ -266,12 +264,8 @@ def parse_description(data: object, suite_name: str) -> Description:
     baseline = data.get("baseline")
     if baseline is not None and not isinstance(baseline, str):
         raise ValueError(f"'baseline' must be a strategy name, got {baseline!r}")
-    checks_input = data.get("check", False)
-    if not isinstance(checks_input, bool):
-        raise ValueError(f"'check' must be true or false, got {checks_input!r}")
     return Description(
         suite=suite_name,
-        checks_input=checks_input,
         baseline=baseline,
         strategies=strategies,
         default_scenario=str(default),

@@ -136,9 +136,12 @@ def collect_host(root: Path = Path("/")) -> dict[str, Any]:
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+    # A checkout owned by another user (a root-built one run by a user) is 'dubious' to git,
+    # which then answers nothing: the harness only reads it, so it trusts this one folder.
+    trust = ["-c", f"safe.directory={repo.resolve()}"]
     try:
         return subprocess.run(
-            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=30
+            ["git", *trust, "-C", str(repo), *args], capture_output=True, text=True, timeout=30
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -35,6 +35,8 @@ CHECK_NAMES = [
     "probe gc",
     "probe jvmgc",
     "probe oncpu",
+    "probe offwake",
+    "probe perfstat",
     "probe bt",
 ]
 ALL_CAPS = "000001ffffffffff"

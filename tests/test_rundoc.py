@@ -141,6 +141,8 @@ def test_a_timers_run_with_every_probe_satisfies_the_schema(harness_env: dict[st
         "gc",
         "jvmgc",
         "oncpu",
+        "offwake",
+        "perfstat",
         "bt:syscalls_per_op",
     }
 

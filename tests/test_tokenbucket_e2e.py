@@ -105,7 +105,16 @@ def test_an_unknown_scenario_exits_2_before_any_run_directory(tb_env: dict[str, 
 
 def test_the_binary_checks_without_running(tb_env: dict[str, str]) -> None:
     suite = discover(WORKLOADS)["tokenbucket"]
-    check = [str(suite.binary), "check", "--strategy", "pure"]
+    check = [
+        str(suite.binary),
+        "check",
+        "--strategy",
+        "pure",
+        "--duration-s",
+        "1",
+        "--warmup-s",
+        "0",
+    ]
     ok = subprocess.run(check, capture_output=True, text=True, timeout=60, check=False)
     assert ok.returncode == 0, ok.stderr
     bad = subprocess.run(

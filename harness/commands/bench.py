@@ -13,14 +13,14 @@ from harness.commands import consoles
 from harness.commands.parsing import EXIT_CODES, FORMATTER, Commands, help_text, names
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
 from harness.commands.runs import deadline_slack_s, run_plan, status_exit
+from harness.cpuset import auto_split, online_cpus
 from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
 from harness.probes.probe import ProbeSpec
-from harness.results import check_out_dir
 from harness.run.estimate import plan_lines, planned_s
 from harness.run.plan import Plan, plan_matrix
-from harness.run.precheck import check_cells
+from harness.run.preflight import preflight
 from harness.runlock import RunLock
 from harness.suites import Suite
 
@@ -76,15 +76,15 @@ def handle(args: argparse.Namespace) -> int:
     out_dir = results_root() / "runs"
     slack_s = deadline_slack_s()
     cpus = os.cpu_count() or 1
+    plans = _plans(suites, args, cpus, probes)
     if args.plan:
-        print("\n".join(plan_lines(_plans(suites, args, cpus, probes), cpus)))
+        print("\n".join(plan_lines(plans, cpus)))
         return 0
     exit_code = 0
     run_dirs: list[Path] = []
+    preflight(plans, out_dir)  # bad input is exit 2 also while another run holds the lock
     with RunLock(lock_path(), " ".join(args.command_line)):
-        plans = _plans(suites, args, cpus, probes)
         print("\n".join(plan_lines(plans, cpus)), flush=True)
-        check_out_dir(out_dir)
         for i, plan in enumerate(plans):
             later_s = sum(planned_s(later) for later in plans[i + 1 :])
             record, status = run_plan(
@@ -108,7 +108,8 @@ def _plans(
         matrix = suite.quick if args.quick else suite.bench
         try:
             plan = plan_matrix(suite, describe(suite), matrix, cpus, probes)
-            check_cells(plan)
+            split = auto_split(online_cpus())
+            plan = replace(plan, cpuset=split, cpuset_auto=split is not None)
             plans.append(replace(plan, profile=profile_settings(args)))
         except BadInput as err:
             raise BadInput(f"suite '{suite.name}': {err}") from err

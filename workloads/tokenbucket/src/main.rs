@@ -44,21 +44,8 @@ enum Command {
     Describe,
     /// Run one strategy, print JSON events and the result.
     Run(RunArgs),
-    /// Check the arguments `run` would get (exit 0, or 2 naming the bad input); runs nothing.
-    Check(CheckArgs),
-}
-
-#[derive(Args)]
-struct CheckArgs {
-    /// Strategy (see `describe`).
-    #[arg(long)]
-    strategy: String,
-    /// Scenario (default: sleeping).
-    #[arg(long)]
-    scenario: Option<String>,
-    /// Parameter override, repeatable.
-    #[arg(long = "param", value_name = "NAME=VALUE")]
-    params: Vec<String>,
+    /// Check `run`'s arguments as `run` does (exit 0, or 2 naming the bad input); runs nothing.
+    Check(RunArgs),
 }
 
 #[derive(Args)]
@@ -163,12 +150,8 @@ fn plan(args: &RunArgs) -> Result<Plan, BadInput> {
     })
 }
 
-fn check(args: &CheckArgs) -> ExitCode {
-    let checked = Strategy::from_name(&args.strategy).and_then(|_| {
-        let scenario = params::scenario(args.scenario.as_deref())?;
-        params::resolve(Some(scenario), &args.params)
-    });
-    match checked {
+fn check(args: &RunArgs) -> ExitCode {
+    match plan(args) {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

@@ -148,8 +148,8 @@ func TestBadInput(t *testing.T) {
 			[]string{"'idle_conns'"}},
 		{[]string{"run", "--duration-s", "1"}, []string{"--strategy", "fifo-channel, smart-lifo, puddle"}},
 		{[]string{"run", "--strategy", "puddle"}, []string{"--duration-s"}},
-		{[]string{"frobnicate"}, []string{"'frobnicate'", "describe, run"}},
-		{nil, []string{"describe, run"}},
+		{[]string{"frobnicate"}, []string{"'frobnicate'", "describe, check, run"}},
+		{nil, []string{"describe, check, run"}},
 	}
 	for _, c := range cases {
 		code, out, errText := runMain(t, "", c.args...)
@@ -409,6 +409,28 @@ func TestHistogram(t *testing.T) {
 	s := summary([]float64{1, 2, 3, 4})
 	if s["p50"] != 2.5 || s["avg"] != 2.5 || s["max"] != 4 {
 		t.Errorf("summary %v", s)
+	}
+}
+
+// check takes run's arguments and answers as run would before set-up, doing nothing else.
+func TestCheckValidatesWithoutRunning(t *testing.T) {
+	good := []string{"check", "--strategy", "smart-lifo", "--duration-s", "1", "--warmup-s", "0"}
+	if code, out, errText := runMain(t, "", good...); code != 0 || out != "" || errText != "" {
+		t.Errorf("%v: exit %d, stdout %q, stderr %q", good, code, out, errText)
+	}
+	bad := [][]string{
+		{"check", "--strategy", "smart-lifo", "--duration-s", "86401"},
+		{"check", "--strategy", "smart-lifo", "--duration-s", "1", "--warmup-s", "100000"},
+		{"check", "--strategy", "smart-lifo", "--duration-s", "1", "--param", "settings=0,0"},
+		{"check", "--strategy", "smart-lifo", "--duration-s", "1", "--param", "load=trace",
+			"--param", "latency_ms=60000", "--param", "trace_duration_s=1"},
+	}
+	for _, args := range bad {
+		code, out, errText := runMain(t, "", args...)
+		if code != 2 || out != "" || strings.Count(errText, "\n") != 1 ||
+			!strings.HasPrefix(errText, "error: ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errText)
+		}
 	}
 }
 

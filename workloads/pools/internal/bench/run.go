@@ -29,6 +29,7 @@ const usage = `pools-bench: connection-pool strategies under vitess PR #14034's 
 
 usage:
   pools-bench describe
+  pools-bench check --strategy S [--scenario X] [--param k=v]... --duration-s D --warmup-s W
   pools-bench run --strategy S [--scenario X] [--param k=v]... --duration-s D --warmup-s W [--gate]
 
 Exit codes: 0 done, 2 bad input (one line on stderr), 1 the run failed.
@@ -37,7 +38,7 @@ Exit codes: 0 done, 2 bad input (one line on stderr), 1 the run failed.
 // Main runs the command line and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "error: missing command (valid: describe, run)")
+		fmt.Fprintln(stderr, "error: missing command (valid: describe, check, run)")
 		return 2
 	}
 	switch args[0] {
@@ -49,13 +50,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		out, _ := json.Marshal(Describe())
 		fmt.Fprintln(stdout, string(out))
 		return 0
+	case "check":
+		return check(args[1:], stdout, stderr)
 	case "run":
 		return run(args[1:], stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "error: unknown command '%s' (valid: describe, run)\n", args[0])
+	fmt.Fprintf(stderr, "error: unknown command '%s' (valid: describe, check, run)\n", args[0])
 	return 2
 }
 
@@ -152,6 +155,20 @@ func traceOptions(p *Params) trace.Options {
 		Duration: time.Duration(p.TraceDuration * float64(time.Second)),
 		Latency:  time.Duration(p.LatencyMS * float64(time.Millisecond)),
 	}
+}
+
+// check validates the arguments of run as run does, without running anything.
+func check(args []string, stdout, stderr io.Writer) int {
+	_, err := parseRun(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
+	return 0
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -14,11 +14,12 @@ import javax.management.ObjectName;
 
 /**
  * lettuce-bench: the workload contract (docs/workload-contract.md) around the syncSet closed
- * loop. {@code describe} prints the suite; {@code run} checks its input first (exit 2, one line),
+ * loop. {@code describe} prints the suite; {@code check} checks a run's input only; {@code run}
+ * checks its input first (exit 2, one line),
  * then starts redis-server, connects, prints ready, waits for the gate, warms up and measures.
  */
 public final class Main {
-    private static final String USAGE = "usage: lettuce-bench describe | lettuce-bench run --strategy S "
+    private static final String USAGE = "usage: lettuce-bench describe | lettuce-bench check|run --strategy S "
             + "[--scenario X] [--param k=v]... --duration-s D --warmup-s W [--gate]";
     private static final String FLAGS = "valid flags: --strategy, --scenario, --param, --duration-s, --warmup-s, --gate";
     static final String SCENARIO = "syncset";
@@ -45,7 +46,7 @@ public final class Main {
 
     private static int command(String[] args) throws Exception {
         if (args.length == 0) {
-            throw new BadInput("missing command (valid: describe, run)");
+            throw new BadInput("missing command (valid: describe, check, run)");
         }
         switch (args[0]) {
             case "describe" -> {
@@ -55,6 +56,10 @@ public final class Main {
                 System.out.println(Json.write(describe()));
                 return 0;
             }
+            case "check" -> {
+                parse(List.of(args).subList(1, args.length));
+                return 0;
+            }
             case "run" -> {
                 return run(parse(List.of(args).subList(1, args.length)));
             }
@@ -62,7 +67,7 @@ public final class Main {
                 System.out.println(USAGE);
                 return 0;
             }
-            default -> throw new BadInput("unknown command '" + args[0] + "' (valid: describe, run)");
+            default -> throw new BadInput("unknown command '" + args[0] + "' (valid: describe, check, run)");
         }
     }
 
