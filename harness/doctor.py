@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness import hostinfo
+from harness import hostinfo, jvm
 from harness.checks import BTF_FIX, PRIVILEGE_FIX, TRACEFS_FIX, Check
 from harness.probes import registry
 from harness.probes.availability import effective_caps, held_caps
@@ -37,7 +38,8 @@ def _run_tool(path: str, args: tuple[str, ...]) -> tuple[bool, str]:
         done = subprocess.run([path, *args], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as error:
         return False, f"fails to run: {error}"
-    lines = (done.stdout or done.stderr).strip().splitlines()
+    # Colour codes out (Maven 3.8 colours its --version even in batch mode).
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout or done.stderr).strip().splitlines()
     first = lines[0] if lines else ""
     if done.returncode != 0:
         return False, f"fails to run (exit {done.returncode}): {first}"
@@ -232,6 +234,28 @@ CHECKS: list[tuple[str, Callable[[Path], Check]]] = [
     ("isolated_cpus", check_isolated),
     ("background_load", check_background_load),
     ("fio", _tool_check("fio", ("--version",), "for the fio suite", "apt install fio")),
+    (
+        "java",
+        _tool_check(
+            "java", ("-version",), "for the lettuce suite", "apt install openjdk-17-jdk-headless"
+        ),
+    ),
+    (
+        "mvn",
+        _tool_check(
+            "mvn",
+            ("-Dstyle.color=never", "--version"),
+            "to build the lettuce suite",
+            "apt install maven",
+        ),
+    ),
+    (
+        "redis-server",
+        _tool_check(
+            "redis-server", ("--version",), "for the lettuce suite", "apt install redis-server"
+        ),
+    ),
+    ("jvm usdt", jvm.check_usdt),
     ("tracefs", check_tracefs),
     *((f"probe {kind.name}", kind.check) for kind in registry.KINDS),
 ]

@@ -26,11 +26,18 @@ CHECK_NAMES = [
     "isolated_cpus",
     "background_load",
     "fio",
+    "java",
+    "mvn",
+    "redis-server",
+    "jvm usdt",
     "tracefs",
     "probe sched",
     "probe futex",
     "probe gc",
+    "probe jvmgc",
     "probe oncpu",
+    "probe offwake",
+    "probe perfstat",
     "probe bt",
 ]
 ALL_CAPS = "000001ffffffffff"

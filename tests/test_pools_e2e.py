@@ -1,5 +1,6 @@
-"""The pools suite through the harness: one table per trace, the wait-time and
-per-connection plots, and the gc probe agreeing with the Go runtime's own counts."""
+"""The pools suite through the harness: one table per trace (the real vitess smartconnpool
+beside the reimplementations), the wait-time and per-connection plots, and the gc probe
+agreeing with the Go runtime's own counts."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def test_a_table_per_trace_with_plots(pools_env: dict[str, str]) -> None:
     assert [c["id"] for c in doc["cells"]] == [
         f"{scenario}/{strategy}"
         for scenario in ("contended", "uncontended-no-settings")
-        for strategy in ("fifo-channel", "smart-lifo", "puddle")
+        for strategy in ("fifo-channel", "smart-lifo", "puddle", "vitess-smartconnpool")
     ]
     assert doc["config"]["scenario"] == ["contended", "uncontended-no-settings"]
     for title in ("scenario contended", "scenario uncontended-no-settings"):
@@ -53,6 +54,13 @@ def test_a_table_per_trace_with_plots(pools_env: dict[str, str]) -> None:
         (repeat,) = cell["repeats"]
         assert repeat["requests"] == sum(repeat["conn_requests"]) > 0
         assert cell["summary"]["wait_ns.avg"]["n"] == 1
+        assert repeat["connections_open_max"] <= cell["params"]["capacity"]
+    # The real vitess pool (bin/pools-bench-vitess, exec'd by pools-bench) replays the same
+    # trace as the others, in the same table.
+    requests = {(c["scenario"], c["strategy"]): c["repeats"][0]["requests"] for c in doc["cells"]}
+    for scenario in ("contended", "uncontended-no-settings"):
+        assert requests[scenario, "vitess-smartconnpool"] == requests[scenario, "smart-lifo"]
+    assert "vitess-smartconnpool" in out
     kinds = {(p["scenario"], p["kind"]) for p in doc["plots"]}
     assert kinds == {
         (s, k) for s in ("contended", "uncontended-no-settings") for k in ("wait", "per_conn")

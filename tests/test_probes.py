@@ -30,9 +30,9 @@ def names(text: str) -> list[str]:
 
 
 def test_probe_lists() -> None:
-    assert names("all") == ["sched", "futex", "gc", "oncpu"]
+    assert names("all") == ["sched", "futex", "gc", "jvmgc", "oncpu", "offwake", "perfstat"]
     assert names("futex, sched,futex") == ["futex", "sched"]
-    assert names("sched,all") == ["sched", "futex", "gc", "oncpu"]
+    assert names("sched,all") == ["sched", "futex", "gc", "jvmgc", "oncpu", "offwake", "perfstat"]
     assert parse_probes("none") == ()
     (spec,) = parse_probes(f"bt:{SCRIPT}")
     assert spec == ProbeSpec("bt:syscalls_per_op", SCRIPT)
@@ -46,9 +46,14 @@ def test_probe_lists() -> None:
     [
         (
             "gpu",
-            "unknown probe 'gpu' (valid: sched, futex, gc, oncpu, all, none, bt:PATH/TO/SCRIPT.bt)",
+            "unknown probe 'gpu' (valid: sched, futex, gc, jvmgc, oncpu, offwake, perfstat, all, "
+            "none, bt:PATH/TO/SCRIPT.bt)",
         ),
-        ("sched,jvm", "unknown probe 'jvm' (valid: sched, futex, gc, oncpu, all, none, bt:PATH"),
+        (
+            "sched,jvm",
+            "unknown probe 'jvm' (valid: sched, futex, gc, jvmgc, oncpu, offwake, perfstat, all, "
+            "none, bt:PATH",
+        ),
         ("none,sched", "'none' cannot be combined with other probes"),
         (" , ", "--probes: expected a comma-separated list"),
         ("bt:", "probe 'bt:': expected bt:PATH/TO/SCRIPT.bt"),
@@ -72,8 +77,8 @@ def test_an_unknown_probe_is_one_line_and_exit_2(command: str, harness_env: dict
     done = run_harness([*command.split(), "--probes", "sched,gpu"], harness_env)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "harness: error: unknown probe 'gpu' (valid: sched, futex, gc, oncpu, all, none, "
-        "bt:PATH/TO/SCRIPT.bt)"
+        "harness: error: unknown probe 'gpu' (valid: sched, futex, gc, jvmgc, oncpu, offwake, "
+        "perfstat, all, none, bt:PATH/TO/SCRIPT.bt)"
     ]
 
 

@@ -19,8 +19,10 @@ from harness.paths import REPO_ROOT
 from harness.report import write_all
 from harness.results import RunRecord
 from harness.run.plan import Plan
+from harness.run.rejected import WorkloadRejected, end_rejected
 from harness.run.runner import execute
 from harness.run.stop import stop_on_signals
+from harness.run.writes import WriteFailed, write_failed
 from harness.rundoc import jsonfile
 
 DEFAULT_DEADLINE_SLACK_S = 120.0
@@ -40,18 +42,37 @@ def deadline_slack_s() -> float:
 
 
 def run_plan(
-    plan: Plan, out_dir: Path, command: Sequence[str], slack_s: float, table_console: Console
+    plan: Plan,
+    out_dir: Path,
+    command: Sequence[str],
+    slack_s: float,
+    table_console: Console,
+    later_s: float = 0.0,
 ) -> tuple[RunRecord, str]:
     with stop_on_signals() as stop:
         record = RunRecord.create(
             out_dir, plan, git=git_info(REPO_ROOT), host=collect_host(), command=command
         )
-        status = execute(plan, record, consoles.stderr(), stop, slack_s)
-        reports = write_all(record.run_dir)
+        try:
+            status = execute(plan, record, consoles.stderr(), stop, slack_s, later_s)
+            reports = write_all(record.run_dir)
+        except WorkloadRejected as err:
+            end_rejected(record, err)
+            raise
+        except WriteFailed as err:
+            raise ended_failed(record, err) from err
+        except OSError as err:
+            raise ended_failed(record, write_failed(err)) from err
     tables.print_run(jsonfile.as_json(record.run), table_console)
     for path in reports:
         print(f"{path.name}: {path}", file=sys.stderr if table_console.stderr else sys.stdout)
     return record, status
+
+
+def ended_failed(record: RunRecord, err: WriteFailed) -> WriteFailed:
+    """The write error in one line, after run.json says `failed` with it where it still can."""
+    said = "says failed" if record.fail(str(err)) else "could not be updated"
+    return WriteFailed(f"{err}; {record.path} {said}")
 
 
 def status_exit(record: RunRecord, status: str) -> int:

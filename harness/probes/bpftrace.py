@@ -121,9 +121,13 @@ class BpftraceProbe:
             result.error = self._failure(process)
         else:
             data = self._record(process)
-            self.out_path.parent.mkdir(parents=True, exist_ok=True)
-            write_json_atomic(self.out_path, data)
-            result.path, result.data = self.out_path, data
+            try:
+                self.out_path.parent.mkdir(parents=True, exist_ok=True)
+                write_json_atomic(self.out_path, data)
+            except OSError as err:
+                result.error = f"cannot write {self.out_path}: {err.strerror or err}"
+            else:
+                result.path, result.data = self.out_path, data
         return result
 
     def _wait_exit(self, process: ProbeProcess) -> int | None:

@@ -1,5 +1,5 @@
 //! The command line of `timers-bench` (and of `timers-bench-legacy`, the same program built
-//! against tokio 1.37): `describe`, `run` and `serve`, following
+//! against tokio 1.37): `describe`, `check`, `run` and `serve`, following
 //! `docs/workload-contract.md`.
 //!
 //! Exit codes: 0 = done, 2 = bad input (one line on stderr naming it and the valid choices),
@@ -59,6 +59,8 @@ struct Cli {
 enum Command {
     /// Print the workload description (strategies, scenarios, parameters, metrics) as JSON.
     Describe,
+    /// Check the arguments of `run` as `run` does, without running: exit 0, or 2 with one line.
+    Check(RunArgs),
     /// Start a server, run one strategy against it, print JSON events and the result.
     Run(RunArgs),
     /// Serve requests on 127.0.0.1 (started by `run`); prints the bound port on stdout.
@@ -127,6 +129,10 @@ pub fn main(flavor: Flavor) -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Serve(args) => serve(args),
+        Command::Check(args) => match plan(flavor, &args) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => bad_input(e),
+        },
         Command::Run(args) => run(flavor, args),
     }
 }
@@ -140,7 +146,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            eprintln!("error: missing command (valid: describe, run, serve)");
+            eprintln!("error: missing command (valid: describe, check, run, serve)");
             return ExitCode::from(2);
         }
         _ => {}

@@ -175,7 +175,7 @@ fn bad_input_exits_2_with_one_line() {
             vec!["'--frobnicate'"],
         ),
         (vec!["launch".to_string()], vec!["'launch'"]),
-        (Vec::new(), vec!["describe, run, serve"]),
+        (Vec::new(), vec!["describe, check, run, serve"]),
         (
             vec![
                 "run",
