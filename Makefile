@@ -7,22 +7,27 @@ VENV := .venv
 HARNESS := $(VENV)/bin/harness
 TIMERS := workloads/timers
 POOLS := workloads/pools
+TOKENBUCKET := workloads/tokenbucket
+# the real vitess smartconnpool: a module of its own (see workloads/pools/suite.toml)
+POOLS_VITESS := workloads/pools/vitess
+LETTUCE := workloads/lettuce
 # Flame graph tools from crates.io, pinned, installed into the repo (not the user's ~/.cargo).
 INFERNO_VERSION := 0.12.8
 TOOLS := .tools
 # Model-checking build of the timers crate: a cfg of our own (tokio reacts to plain `loom`).
 LOOM_RUSTFLAGS := --cfg timers_loom --cfg tokio_unstable -C force-frame-pointers=yes
+TOKENBUCKET_LOOM_RUSTFLAGS := --cfg token_bucket_loom -C force-frame-pointers=yes
 
 SUITES ?=
 QUICK ?=
 suites_flag = $(if $(SUITES),--suites $(SUITES))
 
-.PHONY: deps system-deps python-env inferno build bpf bench test lint test-rust test-loom test-go \
-	test-python lock schema clean
+.PHONY: deps system-deps python-env inferno lettuce-deps build bpf bench nightly dashboard \
+	bench-history test lint test-rust test-loom test-go test-python lock schema clean
 
 ## deps: Debian packages (as root), the pinned Python environment, inferno, the eBPF
 ## collectors, every workload built
-deps: system-deps python-env inferno bpf build
+deps: system-deps python-env inferno bpf lettuce-deps build
 
 system-deps:
 	@scripts/install-system-deps.sh
@@ -33,6 +38,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	scripts/check-venv-access.sh $(VENV)
 	touch $@
 
 inferno: $(TOOLS)/.inferno-$(INFERNO_VERSION)
@@ -40,6 +46,14 @@ inferno: $(TOOLS)/.inferno-$(INFERNO_VERSION)
 $(TOOLS)/.inferno-$(INFERNO_VERSION):
 	cargo install --quiet --locked inferno --version $(INFERNO_VERSION) --root $(TOOLS)
 	touch $@
+
+# The lettuce suite's Maven dependencies and plugins, fetched once into its repo-local
+# repository (.m2) by an online build, so that its suite.toml build runs offline (-o).
+# Without Java or Maven the suite is skipped (its suite.toml `requires`).
+lettuce-deps:
+	@if command -v mvn >/dev/null && command -v java >/dev/null; then \
+		cd $(LETTUCE) && mvn -B -q -Dmaven.repo.local=.m2 package; \
+	else echo "deps: no java/mvn: the lettuce suite will be skipped" >&2; fi
 
 build: python-env
 	$(HARNESS) build $(suites_flag)
@@ -51,9 +65,26 @@ bpf:
 		echo "deps: the eBPF collectors did not build (see above): probes will be unavailable" >&2; \
 		[ "$${REQUIRE_BPF:-0}" != 1 ]; }
 
-## bench: the default matrix of every suite (SUITES=a,b to choose, QUICK=1 for short cells)
+## bench: the default matrix of every suite (SUITES=a,b to choose, QUICK=1 for short cells),
+## then its runs imported into the history (results/history.sqlite, or $$HARNESS_DB)
 bench: deps
-	$(HARNESS) bench $(suites_flag) $(if $(QUICK),--quick)
+	status=0; $(HARNESS) bench $(suites_flag) $(if $(QUICK),--quick) || status=$$?; \
+	$(HARNESS) history import; exit $$status
+
+## nightly: bench, import, the dashboard, then the regressions (exit 1 while one is open);
+## scripts/nightly wraps it for cron or a systemd timer (lock, log file)
+nightly:
+	status=0; $(MAKE) --no-print-directory bench || status=$$?; \
+	$(HARNESS) dashboard; \
+	$(HARNESS) history regressions || status=$$(( status ? status : $$? )); exit $$status
+
+## dashboard: the static site of the history (results/dashboard/index.html)
+dashboard: python-env
+	$(HARNESS) dashboard
+
+## bench-history: the history's scale benchmark (synthetic year of nights; figures on stdout)
+bench-history: python-env
+	$(VENV)/bin/python scripts/bench-history
 
 ## test: lint, then every test (cargo test, loom, go test -race, pytest)
 test: deps lint test-rust test-loom test-go test-python
@@ -63,8 +94,11 @@ lint: python-env
 	cd $(TIMERS) && cargo fmt --manifest-path legacy/Cargo.toml --check
 	cd $(TIMERS) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(TIMERS) && cargo clippy --locked --manifest-path legacy/Cargo.toml -- -D warnings
+	cd $(TOKENBUCKET) && cargo fmt --all --check
+	cd $(TOKENBUCKET) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(POOLS) && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above" >&2; exit 1; }
 	cd $(POOLS) && go vet ./...
+	cd $(POOLS_VITESS) && go vet -tags goexperiment.swissmap ./...
 	$(VENV)/bin/ruff check harness tests
 	$(VENV)/bin/ruff format --check harness tests
 	$(VENV)/bin/mypy
@@ -72,6 +106,7 @@ lint: python-env
 test-rust:
 	cd $(TIMERS) && cargo test --locked --workspace
 	cd $(TIMERS) && cargo test --locked --manifest-path legacy/Cargo.toml
+	cd $(TOKENBUCKET) && cargo test --locked --workspace
 
 # A loom run that runs no test (a cfg that compiles every model out, a filter that matches
 # nothing) passes in cargo's eyes: it must report at least one passed test here.
@@ -80,9 +115,15 @@ test-loom:
 		--test loom_armable_timer --target-dir target/loom 2>&1 | tee target/loom.log
 	@grep -Eq '^test result: ok\. [1-9][0-9]* passed' $(TIMERS)/target/loom.log || { \
 		echo "test-loom: no loom model ran (see $(TIMERS)/target/loom.log)" >&2; exit 1; }
+	cd $(TOKENBUCKET) && mkdir -p target && RUSTFLAGS="$(TOKENBUCKET_LOOM_RUSTFLAGS)" cargo test \
+		--locked --release -p token_bucket --test loom_shared_token_bucket --target-dir target/loom \
+		2>&1 | tee target/loom.log
+	@grep -Eq '^test result: ok\. [1-9][0-9]* passed' $(TOKENBUCKET)/target/loom.log || { \
+		echo "test-loom: no loom model ran (see $(TOKENBUCKET)/target/loom.log)" >&2; exit 1; }
 
 test-go:
 	cd $(POOLS) && go test -race -count=1 ./...
+	cd $(POOLS_VITESS) && go test -race -count=1 -tags goexperiment.swissmap ./...
 
 test-python: python-env
 	$(VENV)/bin/pytest
@@ -99,5 +140,5 @@ schema: python-env
 	$(VENV)/bin/python -m harness.rundoc.schema > docs/run.schema.json
 
 clean:
-	rm -rf $(VENV) $(TIMERS)/target $(TOOLS) $(POOLS)/bin
+	rm -rf $(VENV) $(TIMERS)/target $(TOKENBUCKET)/target $(TOOLS) $(POOLS)/bin $(LETTUCE)/*/target
 	$(MAKE) -C bpf clean

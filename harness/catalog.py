@@ -87,8 +87,19 @@ def choose(
 NOT_BUILT = "not built: run `make deps`"
 
 
+def unmet_requirements(suite: Suite) -> str | None:
+    """Why the suite cannot run here (commands of its `requires` not on PATH), or None."""
+    missing = suite.missing_requirements()
+    if not missing:
+        return None
+    return f"needs {', '.join(missing)}, not found on PATH (see `harness doctor`)"
+
+
 def require_built(suite: Suite) -> Suite:
-    """The suite, if its binary exists; bad input otherwise (run and bench need it)."""
+    """The suite, if it can run here and its binary exists; bad input otherwise (run and
+    bench need it)."""
+    if (unmet := unmet_requirements(suite)) is not None:
+        raise BadInput(f"suite '{suite.name}' cannot run here: {unmet}")
     if not suite.built:
         raise BadInput(f"suite '{suite.name}' is {NOT_BUILT} (missing {suite.binary})")
     return suite

@@ -7,13 +7,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from harness.commands import bench, build, compare, doctor, probe, report, run
+from harness.commands import bench, build, compare, dashboard, doctor, history, probe, report, run
 from harness.commands import list as list_suites
 from harness.commands.parsing import EXIT_CODES, EXIT_INTERRUPTED, FORMATTER, Parser, help_text
 from harness.errors import HarnessError
 
 # In the order `harness --help` lists them.
-VERBS = (list_suites, build, run, bench, probe, compare, report, doctor)
+VERBS = (list_suites, build, run, bench, probe, compare, report, history, dashboard, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

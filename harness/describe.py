@@ -20,7 +20,7 @@ ParamValue = int | float | bool | str
 
 PARAM_TYPES = ("int", "float", "bool", "choice", "string")
 # The charts a workload's `plots` may ask for (harness/plots.py draws them).
-CHARTS = ("cdf", "per_connection")
+CHARTS = ("cdf", "per_connection", "series")
 _PLOT_NAME = re.compile(r"[A-Za-z0-9_-]+")  # part of a file name
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}

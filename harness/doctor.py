@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -18,10 +19,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness import hostinfo
+from harness import hostinfo, jvm
 from harness.checks import BTF_FIX, PRIVILEGE_FIX, TRACEFS_FIX, Check
 from harness.probes import registry
 from harness.probes.availability import effective_caps, held_caps
+from harness.stability import ADVICE
 
 STATUS_STYLES = {"ok": "green", "warn": "yellow", "missing": "red", "error": "bold red"}
 
@@ -36,7 +38,8 @@ def _run_tool(path: str, args: tuple[str, ...]) -> tuple[bool, str]:
         done = subprocess.run([path, *args], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as error:
         return False, f"fails to run: {error}"
-    lines = (done.stdout or done.stderr).strip().splitlines()
+    # Colour codes out (Maven 3.8 colours its --version even in batch mode).
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout or done.stderr).strip().splitlines()
     first = lines[0] if lines else ""
     if done.returncode != 0:
         return False, f"fails to run (exit {done.returncode}): {first}"
@@ -155,6 +158,21 @@ def check_isolated(root: Path) -> Check:
     return Check("isolated_cpus", "ok", f"{len(cpus)} isolated: {hostinfo.format_cpulist(cpus)}")
 
 
+def check_background_load(root: Path) -> Check:
+    """Other work on the machine: the 1-minute load average against the CPUs. What the run
+    tables' "unstable" notes (harness/stability.py) most often come from on a shared box."""
+    fix = "stop background jobs (builds, other benchmarks) or run on a quiet CPU set"
+    try:
+        load = float((root / "proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return Check("background_load", "warn", "/proc/loadavg not readable", fix)
+    cpus = os.cpu_count() or 1
+    detail = f"load average {load:.2f} over {cpus} CPUs"
+    if load > 0.5 * cpus:
+        return Check("background_load", "warn", detail + ": repeats will spread and drift", fix)
+    return Check("background_load", "ok", detail)
+
+
 def check_tracefs(root: Path) -> Check:
     mounts = hostinfo.read_text(root, "proc/mounts") or ""
     points = [line.split()[1] for line in mounts.splitlines() if line.split()[2:3] == ["tracefs"]]
@@ -214,10 +232,37 @@ CHECKS: list[tuple[str, Callable[[Path], Check]]] = [
     ("turbo", check_turbo),
     ("smt", check_smt),
     ("isolated_cpus", check_isolated),
+    ("background_load", check_background_load),
     ("fio", _tool_check("fio", ("--version",), "for the fio suite", "apt install fio")),
+    (
+        "java",
+        _tool_check(
+            "java", ("-version",), "for the lettuce suite", "apt install openjdk-17-jdk-headless"
+        ),
+    ),
+    (
+        "mvn",
+        _tool_check(
+            "mvn",
+            ("-Dstyle.color=never", "--version"),
+            "to build the lettuce suite",
+            "apt install maven",
+        ),
+    ),
+    (
+        "redis-server",
+        _tool_check(
+            "redis-server", ("--version",), "for the lettuce suite", "apt install redis-server"
+        ),
+    ),
+    ("jvm usdt", jvm.check_usdt),
     ("tracefs", check_tracefs),
     *((f"probe {kind.name}", kind.check) for kind in registry.KINDS),
 ]
+
+
+# The checks whose warnings add noise to the figures.
+NOISE_CHECKS = ("governor", "turbo", "smt", "isolated_cpus", "background_load")
 
 
 def run_checks(root: Path = Path("/")) -> list[Check]:
@@ -244,6 +289,12 @@ def doctor_command(console: Console, as_json: bool) -> int:
         for c in checks:
             table.add_row(c.check, Text(c.status, style=STATUS_STYLES[c.status]), c.detail, c.fix)
         console.print(table)
+        noisy = [c.check for c in checks if c.check in NOISE_CHECKS and c.status != "ok"]
+        if noisy:
+            console.print(
+                f"noise: {', '.join(noisy)} above make repeats spread, split or drift (the "
+                f"'unstable' notes of a run's table); to quiet them: {ADVICE}"
+            )
         counts = {s: sum(c.status == s for c in checks) for s in STATUS_STYLES}
         console.print(", ".join(f"{n} {s}" for s, n in counts.items() if n))
     return 1 if any(c.status == "error" for c in checks) else 0

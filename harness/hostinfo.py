@@ -90,8 +90,35 @@ def turbo_enabled(root: Path) -> bool | None:
     return None
 
 
+def memory_bytes(root: Path) -> int | None:
+    """MemTotal of /proc/meminfo."""
+    for line in (read_text(root, "proc/meminfo") or "").splitlines():
+        key, _, value = line.partition(":")
+        fields = value.split()
+        if key == "MemTotal" and fields and fields[0].isdigit():
+            return int(fields[0]) * 1024
+    return None
+
+
+TOOLCHAIN_COMMANDS = {"rustc": ["rustc", "--version"], "go": ["go", "version"]}
+
+
+def toolchains() -> dict[str, str]:
+    """The version line of each compiler found on PATH (`rustc`, `go`)."""
+    found = {}
+    for name, argv in TOOLCHAIN_COMMANDS.items():
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0 and done.stdout.strip():
+            found[name] = done.stdout.strip().splitlines()[0]
+    return found
+
+
 def collect_host(root: Path = Path("/")) -> dict[str, Any]:
-    """hostname, kernel, cpu_model, logical_cpus, governor, smt, isolated_cpus, turbo."""
+    """hostname, kernel, cpu_model, logical_cpus, governor, smt, isolated_cpus, turbo,
+    memory_bytes; toolchains too on the live machine."""
     uname = os.uname()
     live = root == Path("/")
     return {
@@ -104,13 +131,17 @@ def collect_host(root: Path = Path("/")) -> dict[str, Any]:
         "smt": smt_active(root),
         "isolated_cpus": isolated_cpus(root),
         "turbo": turbo_enabled(root),
-    }
+        "memory_bytes": memory_bytes(root),
+    } | ({"toolchains": toolchains()} if live else {})
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+    # A checkout owned by another user (a root-built one run by a user) is 'dubious' to git,
+    # which then answers nothing: the harness only reads it, so it trusts this one folder.
+    trust = ["-c", f"safe.directory={repo.resolve()}"]
     try:
         return subprocess.run(
-            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=30
+            ["git", *trust, "-C", str(repo), *args], capture_output=True, text=True, timeout=30
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

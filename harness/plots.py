@@ -6,6 +6,8 @@ per scenario from what the repeats report (all repeats of a cell pooled):
   CDFs;
 - `per_connection`: fields with one number per connection; per field, every strategy's
   connections ranked by it.
+- `series`: fields with one number per sampling period of the measured window (a time
+  series); per field, every strategy's median over its repeats, sample by sample.
 A plot is skipped for a scenario whose repeats have none of its (first) field. run.json
 `plots` lists them: {scenario, kind (the plot's name), path `plots/<scenario>.<name>.png`}.
 """
@@ -49,6 +51,14 @@ def per_conn(cell: Cell, field: str) -> list[float]:
     return sorted(values, reverse=True)
 
 
+def legend_label(cell: Cell) -> str:
+    """The cell within its scenario: the strategy and the swept params (`pure shards=2`)."""
+    parts = cell.id.split("/")
+    if parts[0] == cell.scenario and len(parts) > 1 and parts[1] == cell.strategy:
+        parts = parts[1:]
+    return " ".join(parts)
+
+
 def _save(fig: Any, path: Path) -> None:
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
@@ -71,7 +81,7 @@ def cdf(scenario: str, spec: PlotSpec, cells: Sequence[Cell], path: Path) -> boo
         for bound in bounds:
             running += counts[bound]
             ys.append(running / total)
-        ax.step([max(b, 1) / 1e6 for b in bounds], ys, where="post", label=cell.strategy)
+        ax.step([max(b, 1) / 1e6 for b in bounds], ys, where="post", label=legend_label(cell))
         drawn = True
     if not drawn:
         plt.close(fig)
@@ -95,9 +105,9 @@ def per_connection(scenario: str, spec: PlotSpec, cells: Sequence[Cell], path: P
         for cell in cells:
             values = per_conn(cell, series.name)
             if values:
-                ax.plot(range(1, len(values) + 1), values, marker=".", label=cell.strategy)
-        ax.set_xlabel("connection (ranked)")
-        ax.set_ylabel(f"{series.label} per connection")
+                ax.plot(range(1, len(values) + 1), values, marker=".", label=legend_label(cell))
+        ax.set_xlabel("rank (connections, shards...: one point each)")
+        ax.set_ylabel(series.label)
         ax.set_title(series.label)
         ax.grid(True, alpha=0.3)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -107,8 +117,40 @@ def per_connection(scenario: str, spec: PlotSpec, cells: Sequence[Cell], path: P
     return True
 
 
+def series_medians(cell: Cell, field: str) -> list[float]:
+    """Sample i -> the median over the cell's repeats that have a sample i."""
+    runs = [[float(v) for v in repeat.get(field) or []] for repeat in cell.repeats]
+    medians: list[float] = []
+    for i in range(max((len(r) for r in runs), default=0)):
+        column = sorted(r[i] for r in runs if i < len(r))
+        mid = len(column) // 2
+        medians.append(column[mid] if len(column) % 2 else (column[mid - 1] + column[mid]) / 2)
+    return medians
+
+
+def time_series(scenario: str, spec: PlotSpec, cells: Sequence[Cell], path: Path) -> bool:
+    if not any(series_medians(cell, spec.series[0].name) for cell in cells):
+        return False
+    fig, axes = plt.subplots(1, len(spec.series), figsize=(13, 4), squeeze=False)
+    for ax, series in zip(axes[0], spec.series, strict=True):
+        for cell in cells:
+            values = series_medians(cell, series.name)
+            if values:
+                ax.plot(range(1, len(values) + 1), values, marker=".", label=legend_label(cell))
+        ax.set_xlabel("sample of the measured window")
+        ax.set_ylabel(f"{series.label} (median of repeats)")
+        ax.set_title(series.label)
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0][0].legend()
+    fig.suptitle(f"{scenario}: {spec.title}")
+    _save(fig, path)
+    return True
+
+
 # How each chart of describe.CHARTS is drawn.
-DRAW: dict[str, Draw] = {"cdf": cdf, "per_connection": per_connection}
+DRAW: dict[str, Draw] = {"cdf": cdf, "per_connection": per_connection, "series": time_series}
 
 
 def write_plots(run_dir: Path, cells: Sequence[Cell], specs: Sequence[PlotSpec]) -> list[Plot]:

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness import stats
+from harness import stability, stats
 from harness.errors import BadInput
+from harness.probes import overhead_pairs
+from harness.run.writes import (
+    WriteFailed,
+    make_reserve,
+    overwrite,
+    release_reserve,
+    write_failed,
+)
 from harness.rundoc import jsonfile
 from harness.rundoc.model import (
     SCHEMA_VERSION,
@@ -22,6 +32,7 @@ from harness.rundoc.model import (
     Git,
     Host,
     Metric,
+    OverheadInterval,
     Owner,
     Plot,
     ProbeSummary,
@@ -41,22 +52,12 @@ def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def check_out_dir(out_dir: Path) -> None:
-    """Fail before anything is created if run directories cannot be made under `out_dir`."""
-    probe = out_dir
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if not probe.is_dir():
-        raise BadInput(f"cannot create run directories in {out_dir}: {probe} is not a directory")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise BadInput(f"cannot create run directories in {out_dir}: {probe} is not writable")
-
-
 def make_run_dir(out_dir: Path, commit: str | None) -> tuple[str, Path]:
     """`<out>/<UTC time>-<short commit>`, with -2, -3... when that name is taken."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise write_failed(err, out_dir) from err
     base = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{(commit or 'nogit')[:7]}"
     for attempt in range(1, 1000):
         run_id = base if attempt == 1 else f"{base}-{attempt}"
@@ -64,6 +65,8 @@ def make_run_dir(out_dir: Path, commit: str | None) -> tuple[str, Path]:
             (out_dir / run_id).mkdir()
         except FileExistsError:
             continue
+        except OSError as err:
+            raise write_failed(err, out_dir / run_id) from err
         return run_id, out_dir / run_id
     raise BadInput(f"cannot create a run directory in {out_dir}: too many runs named {base}")
 
@@ -79,8 +82,11 @@ def write_atomic(path: Path, data: bytes | str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as err:  # named by the file meant, not by its temporary name
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from err
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a second error must not hide the first
+            tmp.unlink(missing_ok=True)
 
 
 def write_json_atomic(path: Path, doc: Mapping[str, Any]) -> None:
@@ -117,6 +123,7 @@ class RunRecord:
     def __init__(self, run_dir: Path, run: RunDoc) -> None:
         self.run_dir = run_dir
         self.run = run
+        self.identity = _identity(run_dir)  # to notice the folder removed (and made again)
 
     @property
     def path(self) -> Path:
@@ -167,7 +174,12 @@ class RunRecord:
             plots=[],
         )
         record = cls(run_dir, run)
-        record.write()
+        try:
+            make_reserve(run_dir)
+            record.write()
+        except WriteFailed:
+            shutil.rmtree(run_dir, ignore_errors=True)  # holds nothing yet
+            raise
         return record
 
     def set_owner(self, owner: RunOwner) -> None:
@@ -188,6 +200,9 @@ class RunRecord:
             name: Summary.model_validate(figures)
             for name, figures in stats.summarize_cell(cell.repeats).items()
         }
+        headline = [m.name for m in self.run.metrics if m.headline] or ["ops_per_sec"]
+        watched = [*headline[:1], *stability.CPU_METRIC_NAMES]
+        cell.stability = stability.cell_warnings(cell.repeats, watched) or None
 
     def add_failure(self, index: int, failure: Failure) -> None:
         self.cell(index).failures.append(failure)
@@ -202,9 +217,31 @@ class RunRecord:
         variants.setdefault(variant, []).append(dict(result))
         cell.probe_variants = variants
 
+    def add_round(self, index: int, variant: str, round_number: int) -> None:
+        """--probe-overhead: the round of the probe set's latest successful repeat."""
+        cell = self.cell(index)
+        rounds = cell.probe_rounds if cell.probe_rounds is not None else {}
+        rounds.setdefault(variant, []).append(round_number)
+        cell.probe_rounds = rounds
+
     def set_probe_overhead(self, index: int, cell_ratios: Ratios, run_ratios: Ratios) -> None:
         self.cell(index).probe_overhead = cell_ratios
         self.run.probe_overhead = run_ratios
+        # The ratios paired by round, with intervals (probes/overhead_pairs.py).
+        pooled = []
+        for cell in self.run.cells:
+            main = [k for k in cell.probe_overhead or {} if k not in (cell.probe_variants or {})]
+            variants = {**(cell.probe_variants or {}), **{k: cell.repeats for k in main}}
+            ratios = overhead_pairs.paired_ratios(variants, cell.probe_rounds)
+            cell.probe_overhead_paired = {
+                k: OverheadInterval.model_validate(overhead_pairs.interval(v))
+                for k, v in ratios.items()
+            } or None
+            pooled.append(ratios)
+        run = overhead_pairs.run_intervals(pooled)
+        self.run.probe_overhead_paired = {
+            k: OverheadInterval.model_validate(v) for k, v in run.items()
+        } or None
 
     def set_profiles(self, profiles: Sequence[Profile | None]) -> None:
         """One per cell, in order; None keeps the cell's profile as it is."""
@@ -232,10 +269,44 @@ class RunRecord:
             for entry in stats.compare_cells(doc["cells"], self.run.config.baseline, doc["metrics"])
         ]
         self.write()
+        release_reserve(self.run_dir)
         return status
 
+    def fail(self, reason: str) -> bool:
+        """End the run `failed` with `reason` (a write error) where run.json can still be
+        written, if need be in the room the reserve kept; whether it could."""
+        self.run.status = "failed"
+        self.run.error = reason
+        self.run.finished_at = utc_now()
+        release_reserve(self.run_dir)
+        if _identity(self.run_dir) != self.identity:
+            return False
+        text = jsonfile.dumps(self.run) + "\n"
+        try:
+            write_atomic(self.path, text)
+        except OSError:
+            try:
+                overwrite(self.path, text)
+            except OSError:
+                return False
+        return True
+
     def write(self) -> None:
-        write_atomic(self.path, jsonfile.dumps(self.run) + "\n")
+        """run.json, atomically; WriteFailed (one line: the path and the error) otherwise."""
+        if _identity(self.run_dir) != self.identity:
+            raise WriteFailed(f"cannot write {self.path}: the run directory was removed")
+        try:
+            write_atomic(self.path, jsonfile.dumps(self.run) + "\n")
+        except OSError as err:
+            raise write_failed(err, self.path) from err
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    try:
+        stat = folder.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 def _metric(declared: Mapping[str, Any]) -> Metric:

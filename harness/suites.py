@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from harness.errors import BadInput
 TomlScalar = str | int | float | bool
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-_TOP_KEYS = {"name", "description", "binary", "build", "baseline", "bench", "quick"}
+_TOP_KEYS = {"name", "description", "binary", "build", "baseline", "requires", "bench", "quick"}
 _MATRIX_KEYS = {
     "strategies",
     "scenario",
@@ -72,10 +73,15 @@ class Suite:
     baseline: str | None  # None: the binary's describe names it
     bench: Matrix
     quick: Matrix
+    requires: tuple[str, ...] = ()  # commands it needs on PATH (suite.toml `requires`)
 
     @property
     def built(self) -> bool:
         return self.binary.is_file() and os.access(self.binary, os.X_OK)
+
+    def missing_requirements(self) -> list[str]:
+        """The commands of `requires` that are not on PATH."""
+        return [command for command in self.requires if shutil.which(command) is None]
 
 
 class _Table:
@@ -212,6 +218,9 @@ def load_suite(manifest: Path) -> Suite:
     assert binary is not None
     bench = _matrix(top.table("bench"), DEFAULT_MATRIX)
     quick = _matrix(top.table("quick"), bench)
+    requires = data.get("requires", [])
+    if not isinstance(requires, list) or not all(isinstance(c, str) and c for c in requires):
+        raise top.error("requires", f"expected a list of command names, got {requires!r}")
     return Suite(
         name=name,
         description=top.string("description") or "",
@@ -222,6 +231,7 @@ def load_suite(manifest: Path) -> Suite:
         baseline=top.string("baseline"),
         bench=bench,
         quick=quick,
+        requires=tuple(requires),
     )
 
 

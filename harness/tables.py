@@ -12,7 +12,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from harness.cpuset import header as cpuset_header
 from harness.format.cells import cell_summary, param_text, varying_params
+from harness.format.cpu_notes import cpu_notes
 from harness.format.metrics import (
     PERCENT_METRICS,
     TRAILING_METRICS,
@@ -32,6 +34,9 @@ from harness.format.numbers import (
     join_range,
     percent,
 )
+from harness.probes import bpfstats
+from harness.probes.overhead_pairs import overhead_cpu_shares, paired_text
+from harness.stability import stability_notes
 from harness.stats import CONFIDENCE, compare_cells, params_key
 
 Layout = Literal["wide", "narrow", "stacked"]
@@ -215,6 +220,10 @@ def _header(doc: Mapping[str, Any]) -> Text:
     if git.get("dirty"):
         facts.append("dirty tree")
     text.append("\n" + " · ".join(facts), style="dim")
+    placement = cpuset_header(config.get("cpuset"))
+    if placement:
+        auto = " (automatic split)" if config.get("cpuset_auto") else ""
+        text.append(f"\n{placement}{auto}", style="dim")
     text.append(
         f"\nhost {host.get('hostname')} · {host.get('cpu_model')} · "
         f"{host.get('logical_cpus')} CPUs · governor {host.get('governor')} · "
@@ -298,23 +307,43 @@ def overhead_table(doc: Mapping[str, Any]) -> Table | None:
         return None
     cells = list(doc.get("cells") or [])
     params = varying_params(cells)
-    table = new_table("probe overhead: median ops/s with the probes / without", "wide")
+    title = "probe overhead: median ops/s with the probes / without"
+    if doc.get("probe_overhead_paired"):
+        title = (
+            "probe overhead: ops/s with the probes / without, paired by round: median, "
+            "its interval; * Wilcoxon signed-rank p < 0.05"
+        )
+    table = new_table(title, "wide")
     table.add_column("strategy", no_wrap=True)
     for name in params:
         table.add_column(name, justify="right")
     for key in overall:
         table.add_column(key, justify="right")
 
-    def ratio(value: Any) -> Text:
+    def ratio(value: Any, paired: Any = None) -> Text:
+        if isinstance(paired, Mapping) and paired.get("ratio") is not None:
+            return paired_text(paired)
         return Text(human_ratio(float(value))) if value is not None else Text(DASH, style="dim")
 
     for cell in cells:
         ratios = cell.get("probe_overhead") or {}
+        pairs = cell.get("probe_overhead_paired") or {}
         row: list[Text | str] = [str(cell.get("strategy"))]
         row += [param_text((cell.get("params") or {}).get(name)) for name in params]
-        table.add_row(*row, *(ratio(ratios.get(key)) for key in overall))
-    label = Text("all cells (geometric mean)", style="bold")
-    table.add_row(label, *([""] * len(params)), *(ratio(v) for v in overall.values()))
+        table.add_row(*row, *(ratio(ratios.get(key), pairs.get(key)) for key in overall))
+    pooled = doc.get("probe_overhead_paired") or {}
+    label = Text("all cells (rounds pooled)" if pooled else "all cells (geometric mean)")
+    label.stylize("bold")
+    table.add_row(
+        label, *([""] * len(params)), *(ratio(v, pooled.get(k)) for k, v in overall.items())
+    )
+    shares = overhead_cpu_shares(cells, list(overall))
+    if shares:
+        table.add_row(
+            Text("BPF CPU share", style="dim"),
+            *([""] * len(params)),
+            *(Text(shares.get(k) or "", style="dim") for k in overall),
+        )
     return table
 
 
@@ -359,7 +388,14 @@ def print_run(doc: Mapping[str, Any], console: Console) -> None:
             console.print(line)
     for note in notes(shown) + probe_notes(cells):
         console.print(Text(note, style="yellow"))
+    for note in cpu_notes(comparisons, metric, labels, varying_params(cells)):
+        console.print(Text(note, style="cyan"))
+    for note in stability_notes(cells, labels):
+        console.print(Text(note, style="magenta"))
     overhead = overhead_table(doc)
     if overhead is not None:
         console.print(overhead)
+    cost = bpfstats.footer(cells)
+    if cost is not None:
+        console.print(Text(cost, style="dim"))
     console.print(_legend(summaries, metric, labels))

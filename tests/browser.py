@@ -62,6 +62,8 @@ def start_driver() -> Any:
     for flag in FLAGS:
         options.add_argument(flag)
     options.add_argument("--window-size=1400,1000")
+    # The page's console messages, for driver.get_log("browser").
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(PAGE_TIMEOUT_S)
     driver.set_script_timeout(PAGE_TIMEOUT_S)

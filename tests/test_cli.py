@@ -113,7 +113,8 @@ BAD_INPUT = [
     (["run", "sleepy", "--warmup-s", "-0.5"], "argument --warmup-s: must be >= 0, got '-0.5'"),
     (
         ["run", "sleepy", "--probes", "sched,gpu"],
-        "unknown probe 'gpu' (valid: sched, futex, gc, oncpu, all, none, bt:PATH/TO/SCRIPT.bt)",
+        "unknown probe 'gpu' (valid: sched, futex, gc, jvmgc, oncpu, offwake, perfstat, all, none, "
+        "bt:PATH/TO/SCRIPT.bt)",
     ),
     (
         ["run", "sleepy", "--order", "random"],

@@ -34,6 +34,7 @@ def fake_host(root: Path) -> Path:
     write(root, f"{cpu}/smt/active", "1")
     write(root, f"{cpu}/isolated", "2-7,16")
     write(root, f"{cpu}/intel_pstate/no_turbo", "1")
+    write(root, "proc/meminfo", "MemTotal:       67108864 kB\nMemFree:        1024 kB\n")
     return root
 
 
@@ -47,6 +48,7 @@ def test_collect_host_reads_proc_and_sys(tmp_path: Path) -> None:
         "smt": True,
         "isolated_cpus": [2, 3, 4, 5, 6, 7, 16],
         "turbo": False,
+        "memory_bytes": 64 * 1024**3,
     }
 
 
@@ -60,6 +62,7 @@ def test_collect_host_says_unknown_when_sys_has_nothing(tmp_path: Path) -> None:
         "smt": None,
         "isolated_cpus": None,
         "turbo": None,
+        "memory_bytes": None,
     }
 
 
@@ -91,7 +94,10 @@ def test_collect_host_on_this_machine() -> None:
         "smt",
         "isolated_cpus",
         "turbo",
+        "memory_bytes",
+        "toolchains",
     }
+    assert isinstance(host["memory_bytes"], int) and host["memory_bytes"] > 0
 
 
 @pytest.mark.parametrize(

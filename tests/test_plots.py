@@ -10,7 +10,7 @@ from rich.console import Console
 from rundocs import cell, run
 
 from harness.describe import parse_description
-from harness.plots import write_plots
+from harness.plots import legend_label, series_medians, write_plots
 from harness.rundoc.model import Cell
 from harness.tables import print_run
 
@@ -30,12 +30,17 @@ DESCRIBE: dict[str, Any] = {
             "title": "items per worker",
             "metrics": [{"name": "taken", "label": "items taken"}],
         },
+        {"name": "rate", "chart": "series", "metrics": [{"name": "rate_series"}]},
     ],
 }
 
 
 def repeat(ops: float, with_data: bool) -> dict[str, Any]:
-    data = {"delay_hist": {"le_ns": [1_000, 50_000], "counts": [7, 3]}, "taken": [9, 4, 1]}
+    data = {
+        "delay_hist": {"le_ns": [1_000, 50_000], "counts": [7, 3]},
+        "taken": [9, 4, 1],
+        "rate_series": [ops, ops * 1.1, ops * 0.9],
+    }
     return {"ops_per_sec": ops, **(data if with_data else {})}
 
 
@@ -50,6 +55,7 @@ def test_the_described_plots_are_drawn_per_scenario_that_has_their_data(tmp_path
     assert [(p.scenario, p.kind, p.path) for p in plots] == [
         ("burst", "delay", "plots/burst.delay.png"),
         ("burst", "per-worker", "plots/burst.per-worker.png"),
+        ("burst", "rate", "plots/burst.rate.png"),
     ]
     for plot in plots:
         assert (tmp_path / plot.path).read_bytes().startswith(b"\x89PNG")
@@ -66,3 +72,15 @@ def test_a_declared_label_heads_the_metric_s_column() -> None:
     out = io.StringIO()
     print_run(doc, Console(file=out, width=200))
     assert "items/s" in out.getvalue()
+
+
+def test_a_series_plot_takes_the_median_of_the_repeats_sample_by_sample() -> None:
+    c = cell("mpsc", "burst", {}, [{"s": [1, 10]}, {"s": [3, 20, 7]}, {"s": [2]}])
+    assert series_medians(Cell.model_validate(c), "s") == [2.0, 15.0, 7.0]
+
+
+def test_a_legend_names_the_strategy_and_the_swept_params() -> None:
+    swept = Cell.model_validate(cell("ring", "burst", {"shards": 2}, []))
+    assert legend_label(swept.model_copy(update={"id": "burst/ring/shards=2"})) == "ring shards=2"
+    assert legend_label(swept.model_copy(update={"id": "ring/shards=2"})) == "ring shards=2"
+    assert legend_label(swept.model_copy(update={"id": "ring"})) == "ring"

@@ -52,6 +52,23 @@ def test_each_cell_runs_without_probes_with_each_alone_and_with_all(
             expected = statistics.median(ops[key]) / statistics.median(ops["none"])
             assert ratio == pytest.approx(expected, rel=1e-12), (key, ops)
         assert cell["summary"]["ops_per_sec"]["median"] == statistics.median(ops["all"])
+        # Paired by round: every round ran every probe set, in order.
+        assert cell["probe_rounds"] == {key: [1, 2, 3] for key in ("none", "sched", "futex", "all")}
+        for key, paired in cell["probe_overhead_paired"].items():
+            per_round = [b / a for a, b in zip(ops["none"], ops[key], strict=True)]
+            assert paired["n"] == 3
+            assert paired["ratio"] == pytest.approx(statistics.median(per_round), rel=1e-12)
+            assert (paired["ci95_low"], paired["ci95_high"]) == (min(per_round), max(per_round))
+            assert not paired["significant"] and "6 rounds" in paired["reason"]
+        # The probes' own cost over each window, from the BPF statistics.
+        for name in ("sched", "futex"):
+            cost = cell["probes"][name]["bpf_stats"]
+            assert (
+                cost["run_cnt"] > 0 and 0 < cost["run_time_ns"] <= cost["window_ns"] * cost["cpus"]
+            )
+            assert [r["bpf_stats"]["run_cnt"] > 0 for r in cell["probes"][name]["repeats"]] == [
+                True
+            ] * 3
         assert all(result["ctx_switches_per_op"] > 0 for result in cell["repeats"])
         assert all("ctx_switches_per_op" not in result for result in variants["none"])
     overall = doc["probe_overhead"]
@@ -59,8 +76,12 @@ def test_each_cell_runs_without_probes_with_each_alone_and_with_all(
     none, tracker = (cell["probe_overhead"]["all"] for cell in doc["cells"])
     assert overall["all"] == pytest.approx((none * tracker) ** 0.5)
     # The table shows it, and progress lines say which probes ran.
-    assert "probe overhead: median ops/s with the probes / without" in done.stderr
-    assert "all cells (geometric mean)" in done.stderr
+    assert "probe overhead: ops/s with the probes / without, paired by round" in done.stderr
+    assert "all cells (rounds pooled)" in done.stderr
+    assert "BPF CPU share" in done.stderr
+    assert "BPF probes' own cost" in done.stderr
+    assert set(doc["probe_overhead_paired"]) == {"sched", "futex", "all"}
+    assert doc["probe_overhead_paired"]["all"]["n"] == 6
     assert "none concurrency=64 [probes: futex]" in done.stderr
     # Only the cell's own repeats keep raw probe files.
     run_dir = Path(harness_env["HARNESS_RESULTS"]) / "runs" / doc["run_id"]

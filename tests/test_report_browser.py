@@ -118,7 +118,9 @@ def test_every_report_link_resolves(driver: Any, run_dir: Path) -> None:
 
 
 def test_previews_load(driver: Any, run_dir: Path) -> None:
-    assert check_images(driver, run_dir / "report.html") == len(list(run_dir.glob("flame/*.svg")))
+    # The flame graph previews and the charts the report opens with.
+    images = [*run_dir.glob("flame/*.svg"), *run_dir.glob("charts/*.png")]
+    assert check_images(driver, run_dir / "report.html") == len(images)
 
 
 def test_report_shows_names_as_text_and_runs_no_script(driver: Any, run_dir: Path) -> None:

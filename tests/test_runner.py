@@ -192,8 +192,10 @@ def test_run_json_is_replaced_atomically_while_running(harness_env: dict[str, st
     assert done.returncode == 0, done.stderr
     assert "running:0" in seen and any(s.startswith("running:") and s != "running:0" for s in seen)
     (run_dir,) = runs_dir(harness_env).iterdir()
-    # No temp file left.
-    assert sorted(p.name for p in run_dir.iterdir()) == ["report.html", "run.json", "summary.md"]
+    # No temp file left (charts/: the charts the reports open with).
+    names = ["charts", "report.html", "run.json", "summary.md"]
+    assert sorted(p.name for p in run_dir.iterdir()) == names
+    assert not [p for p in (run_dir / "charts").iterdir() if not p.name.endswith(".png")]
 
 
 def test_a_failed_write_leaves_the_previous_run_json(

@@ -220,7 +220,7 @@ def test_values_render_for_the_command_line() -> None:
         ({"metrics": [{"name": "x", "label": 1}]}, "metrics[0].label must be a str"),
         (
             {"plots": [{"name": "w", "chart": "pie", "metrics": [{"name": "h"}]}]},
-            "plots[0].chart must be one of cdf, per_connection, got 'pie'",
+            "plots[0].chart must be one of cdf, per_connection, series, got 'pie'",
         ),
         (
             {"plots": [{"name": "w", "chart": "cdf", "metrics": [{"name": "a"}, {"name": "b"}]}]},

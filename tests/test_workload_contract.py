@@ -21,8 +21,9 @@ from typing import IO, Any
 import pytest
 from conftest import FIXTURES
 from readme_example import example_name, write_example
+from requirements import need
 
-from harness.catalog import find_suites
+from harness.catalog import find_suites, unmet_requirements
 from harness.describe import PARAM_TYPES, Description, ParamSpec, parse_description
 from harness.paths import REPO_ROOT, suites_path
 from harness.suites import Suite, load_suite
@@ -56,6 +57,8 @@ def documents() -> dict[str, dict[str, Any]]:
 @pytest.fixture(params=NAMES)
 def suite(request: pytest.FixtureRequest, suites: dict[str, Suite]) -> Suite:
     chosen = suites[request.param]
+    unmet = unmet_requirements(chosen)  # suite.toml `requires`; `make deps` installs them
+    need(unmet and f"suite {chosen.name} cannot run here: {unmet}")
     if not chosen.built:
         pytest.fail(f"suite {chosen.name}: {chosen.binary} is not built: run `make deps`")
     return chosen
@@ -428,3 +431,38 @@ def test_bad_input_exits_2_with_one_line_before_set_up(
         assert events(lines) == [], f"{args}: started anyway"
         assert len(stderr.splitlines()) == 1 and stderr.strip(), f"{args}: stderr {stderr!r}"
         assert bad in stderr and all(name in stderr for name in valid), f"{args}: {stderr}"
+
+
+def check(suite: Suite, args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(suite.binary), "check", *args],
+        cwd=suite.folder,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        check=False,
+    )
+
+
+def test_check_accepts_what_run_accepts_and_starts_nothing(
+    suite: Suite, description: Description
+) -> None:
+    done = check(suite, [*baseline_args(description), *WINDOW])
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["unknown strategy", "unknown scenario", "unknown parameter", "bad value", "out of range"],
+)
+def test_check_rejects_what_run_rejects_with_its_one_line(
+    kind: str, suite: Suite, description: Description
+) -> None:
+    cases = bad_inputs(kind, description)
+    if not cases:
+        pytest.skip(f"suite {suite.name} has no parameter that can be {kind}")
+    for args, bad, valid in cases:
+        done = check(suite, [*args, *WINDOW])
+        assert done.returncode == 2 and done.stdout == "", f"{args}: {done}"
+        assert len(done.stderr.splitlines()) == 1, f"{args}: stderr {done.stderr!r}"
+        assert bad in done.stderr and all(name in done.stderr for name in valid), done.stderr

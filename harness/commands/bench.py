@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
-from harness.catalog import choose, require_built
+from harness.catalog import choose, require_built, unmet_requirements
 from harness.commands import consoles
 from harness.commands.parsing import EXIT_CODES, FORMATTER, Commands, help_text, names
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
 from harness.commands.runs import deadline_slack_s, run_plan, status_exit
+from harness.cpuset import auto_split, online_cpus
 from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
-from harness.results import check_out_dir
-from harness.run.plan import plan_matrix
+from harness.probes.probe import ProbeSpec
+from harness.run.estimate import plan_lines, planned_s
+from harness.run.plan import Plan, plan_matrix
+from harness.run.preflight import preflight
 from harness.runlock import RunLock
+from harness.suites import Suite
 
 
 def add_parser(commands: Commands) -> None:
@@ -46,13 +51,24 @@ def add_parser(commands: Commands) -> None:
         help="comma-separated suites, by name or folder path (default: all)",
     )
     p.add_argument("--quick", action="store_true", help="short runs: [quick] overrides [bench]")
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the plan (suites, cells, repeats, estimated duration) and stop",
+    )
     add_probe_options(p)
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     roots = [workloads_root(), *suites_path()]
-    suites = [require_built(s) for s in choose(args.suites, roots[0], roots[1:])]
+    chosen = choose(args.suites, roots[0], roots[1:])
+    if args.suites is None:  # every suite: one that cannot run here is skipped, with the reason
+        for suite in chosen:
+            if (unmet := unmet_requirements(suite)) is not None:
+                print(f"harness: skipping suite '{suite.name}': {unmet}", file=sys.stderr)
+        chosen = [s for s in chosen if unmet_requirements(s) is None]
+    suites = [require_built(s) for s in chosen]
     probes = probe_specs(args)
     if not suites:
         where = ", ".join(str(root) for root in roots)
@@ -60,20 +76,20 @@ def handle(args: argparse.Namespace) -> int:
     out_dir = results_root() / "runs"
     slack_s = deadline_slack_s()
     cpus = os.cpu_count() or 1
+    plans = _plans(suites, args, cpus, probes)
+    if args.plan:
+        print("\n".join(plan_lines(plans, cpus)))
+        return 0
     exit_code = 0
     run_dirs: list[Path] = []
+    preflight(plans, out_dir)  # bad input is exit 2 also while another run holds the lock
     with RunLock(lock_path(), " ".join(args.command_line)):
-        plans = []
-        for suite in suites:
-            matrix = suite.quick if args.quick else suite.bench
-            try:
-                plan = plan_matrix(suite, describe(suite), matrix, cpus, probes)
-                plans.append(replace(plan, profile=profile_settings(args)))
-            except BadInput as err:
-                raise BadInput(f"suite '{suite.name}': {err}") from err
-        check_out_dir(out_dir)
-        for plan in plans:
-            record, status = run_plan(plan, out_dir, args.command_line, slack_s, consoles.stdout())
+        print("\n".join(plan_lines(plans, cpus)), flush=True)
+        for i, plan in enumerate(plans):
+            later_s = sum(planned_s(later) for later in plans[i + 1 :])
+            record, status = run_plan(
+                plan, out_dir, args.command_line, slack_s, consoles.stdout(), later_s
+            )
             run_dirs.append(record.run_dir)
             exit_code = max(exit_code, status_exit(record, status))
             if status == "interrupted":
@@ -82,3 +98,19 @@ def handle(args: argparse.Namespace) -> int:
     for run_dir in run_dirs:
         print(f"  {run_dir}")
     return exit_code
+
+
+def _plans(
+    suites: list[Suite], args: argparse.Namespace, cpus: int, probes: tuple[ProbeSpec, ...]
+) -> list[Plan]:
+    plans = []
+    for suite in suites:
+        matrix = suite.quick if args.quick else suite.bench
+        try:
+            plan = plan_matrix(suite, describe(suite), matrix, cpus, probes)
+            split = auto_split(online_cpus())
+            plan = replace(plan, cpuset=split, cpuset_auto=split is not None)
+            plans.append(replace(plan, profile=profile_settings(args)))
+        except BadInput as err:
+            raise BadInput(f"suite '{suite.name}': {err}") from err
+    return plans

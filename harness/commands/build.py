@@ -6,7 +6,7 @@ import argparse
 import subprocess
 import sys
 
-from harness.catalog import choose
+from harness.catalog import choose, unmet_requirements
 from harness.commands.parsing import FORMATTER, Commands, help_text, names
 from harness.errors import HarnessError
 from harness.paths import suites_path, workloads_root
@@ -41,6 +41,9 @@ def handle(args: argparse.Namespace) -> int:
     for suite in choose(args.suites, workloads_root(), suites_path()):
         if suite.build is None:
             print(f"harness: suite '{suite.name}' has no build command", file=sys.stderr)
+            continue
+        if (unmet := unmet_requirements(suite)) is not None:
+            print(f"harness: skipping suite '{suite.name}': {unmet}", file=sys.stderr)
             continue
         print(f"harness: building suite '{suite.name}': {suite.build}", file=sys.stderr, flush=True)
         done = subprocess.run(suite.build, shell=True, cwd=suite.folder, check=False)

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from harness.catalog import NOT_BUILT, find_suites
+from harness.catalog import NOT_BUILT, find_suites, unmet_requirements
 from harness.commands import consoles
 from harness.commands.parsing import FORMATTER, Commands, help_text
 from harness.describe import DescribeError, Description, describe
@@ -43,8 +43,8 @@ def handle(args: argparse.Namespace) -> int:
     entries: list[dict[str, Any]] = []
     for suite in catalog.suites.values():
         description: Description | None = None
-        problem = None if suite.built else NOT_BUILT
-        if suite.built:
+        problem = unmet_requirements(suite) or (None if suite.built else NOT_BUILT)
+        if problem is None:
             try:
                 description = describe(suite)
             except DescribeError as err:

@@ -4,15 +4,21 @@ help documents, and the types of option values."""
 from __future__ import annotations
 
 import argparse
+import math
 import textwrap
-from typing import NoReturn, TypeAlias
+from collections.abc import Callable
+from typing import NoReturn, TypeAlias, TypeVar
 
 EXIT_INTERRUPTED = 130
 EXIT_CODES = """\
 exit codes:
   0    done (for run/bench: every repeat succeeded)
-  1    some repeats failed (see cells[].failures in run.json), or another error
-  2    bad input: unknown suite, strategy, scenario or parameter, a bad value, a suite not built
+  1    some repeats failed (see cells[].failures in run.json), a write error (run.json says
+       failed, with it, where it can still be written), or another error
+  2    bad input, checked before the lock is taken and before anything is created: unknown
+       suite, strategy, scenario or parameter, a bad value, a suite not built, input the
+       workload's `check` or bpftrace's dry run rejects, a --perf-frequency above the
+       kernel's limit, an --out that cannot be written or lacks room for the run
   3    another `harness run` or `harness bench` holds the machine's lock
   130  interrupted (Ctrl-C or SIGTERM): run.json keeps the completed repeats
 
@@ -25,8 +31,10 @@ environment:
   HARNESS_DEADLINE_SLACK_S   a repeat is killed after warm-up + duration + this (default: 120)
   HARNESS_PROBES             default of --probes for run and bench (default: all)
   HARNESS_BPF_BUILD          folder of the built probe collectors (default: <repo>/bpf/build)
+  HARNESS_DB                 history database URL (default: sqlite:///<results>/history.sqlite)
 """
 FORMATTER = argparse.RawDescriptionHelpFormatter
+N = TypeVar("N", int, float)
 # What add_subparsers returns; each verb adds its parser to it.
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -42,48 +50,29 @@ def help_text(text: str) -> str:
     return textwrap.dedent(text).strip() + "\n"
 
 
-def positive_float(text: str) -> float:
-    value = _number(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
-    return value
+def bounded(kind: type[N], low: N, *, strict: bool, what: str) -> Callable[[str], N]:
+    """An argparse type: a finite `kind` (int or float) above `low` when `strict`, else at
+    least `low`."""
+    bound = f"{'>' if strict else '>='} {low:g}"
+
+    def parse(text: str) -> N:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what} {bound}, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        if value < low or (strict and value == low):
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {text!r}")
+        return value
+
+    return parse
 
 
-def non_negative_float(text: str) -> float:
-    value = _number(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return value
-
-
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
-    return value
-
-
-def pid(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a process id, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a process id >= 1, got {text!r}")
-    return value
+positive_float = bounded(float, 0.0, strict=True, what="a number")
+non_negative_float = bounded(float, 0.0, strict=False, what="a number")
+positive_int = bounded(int, 1, strict=False, what="an integer")
+pid = bounded(int, 1, strict=False, what="a process id")
 
 
 def names(text: str) -> list[str]:

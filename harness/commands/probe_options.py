@@ -7,6 +7,7 @@ import os
 
 from harness.commands.parsing import positive_int
 from harness.errors import BadInput
+from harness.probes.perfrate import check_frequency
 from harness.probes.probe import ProbeSpec
 from harness.probes.registry import names as probe_names
 from harness.probes.spec import VALID as VALID_PROBES
@@ -28,7 +29,8 @@ def add_probe_options(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=DEFAULT_FREQUENCY_HZ,
         metavar="HZ",
-        help=f"oncpu: samples a second per CPU (default: {DEFAULT_FREQUENCY_HZ})",
+        help=f"oncpu: samples a second per CPU, at most the kernel's "
+        f"perf_event_max_sample_rate (default: {DEFAULT_FREQUENCY_HZ})",
     )
     parser.add_argument(
         "--callgraph",
@@ -55,6 +57,8 @@ def _mutex_patterns(text: str) -> tuple[str, ...]:
 
 
 def profile_settings(args: argparse.Namespace) -> ProfileSettings:
+    """The oncpu settings; BadInput for a frequency the kernel would not sample at."""
+    check_frequency(args.perf_frequency)
     return ProfileSettings(
         frequency_hz=args.perf_frequency,
         callgraph=args.callgraph,

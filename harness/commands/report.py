@@ -7,6 +7,8 @@ from pathlib import Path
 
 from harness.commands.parsing import FORMATTER, Commands, help_text
 from harness.report import write_all
+from harness.run.writes import write_failed
+from harness.rundoc.jsonfile import load_run
 
 
 def add_parser(commands: Commands) -> None:
@@ -20,11 +22,19 @@ def add_parser(commands: Commands) -> None:
             `harness run` and `harness bench` write both at the end of every run.
             """),
     )
-    p.add_argument("run", type=Path, metavar="RUN", help="run directory")
+    p.add_argument("run", type=Path, metavar="RUN", help="run directory or its run.json")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    for path in write_all(args.run):
+    """Exit 2 for what is not a run (as `compare`), 1 when a report cannot be written."""
+    run: Path = args.run
+    folder = run if run.is_dir() else run.parent
+    load_run(run)  # RunLoadError, exit 2: a foreign file, another schema_version...
+    try:
+        paths = write_all(folder)
+    except OSError as err:
+        raise write_failed(err) from err
+    for path in paths:
         print(path)
     return 0

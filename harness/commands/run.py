@@ -21,12 +21,13 @@ from harness.commands.parsing import (
 )
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
 from harness.commands.runs import deadline_slack_s, run_plan, status_exit
+from harness.cpuset import online_cpus, parse_cpuset, roles_of
 from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
-from harness.results import check_out_dir
 from harness.run.bounds import MAX_CELLS, MAX_REPEATS, MAX_STEPS
 from harness.run.plan import ORDERS, build_plan
+from harness.run.preflight import preflight
 from harness.rundoc import jsonfile
 from harness.runlock import RunLock
 
@@ -119,6 +120,14 @@ def add_parser(commands: Commands) -> None:
         "ops/s with / without per probe (probe_overhead in run.json)",
     )
     p.add_argument(
+        "--cpuset",
+        action="append",
+        default=[],
+        metavar="ROLE=CPUS",
+        help="pin the workload's processes by role, e.g. client=0-15,server=16-31 (roles: "
+        "client = the first pid of ready, server = the others; see docs/workload-contract.md)",
+    )
+    p.add_argument(
         "--out",
         type=Path,
         metavar="DIR",
@@ -147,23 +156,25 @@ def handle(args: argparse.Namespace) -> int:
     sweep = _sweep(args.param)
     out_dir: Path = args.out or results_root() / "runs"
     slack_s = deadline_slack_s()
+    description = describe(suite)
+    plan = build_plan(
+        suite,
+        description,
+        strategies=args.strategies,
+        scenarios=args.scenario or suite.bench.scenarios,
+        sweep=sweep,
+        duration_s=args.duration_s,
+        warmup_s=args.warmup_s,
+        repeats=args.repeat,
+        order=args.order,
+        probes=probes,
+        probe_overhead=args.probe_overhead,
+        baseline=args.baseline,
+        profile=profile_settings(args),
+        cpuset=parse_cpuset(args.cpuset, roles_of(description), online_cpus()),
+    )
+    preflight([plan], out_dir)  # bad input is exit 2 also while another run holds the lock
     with RunLock(lock_path(), " ".join(args.command_line)):
-        plan = build_plan(
-            suite,
-            describe(suite),
-            strategies=args.strategies,
-            scenarios=args.scenario or suite.bench.scenarios,
-            sweep=sweep,
-            duration_s=args.duration_s,
-            warmup_s=args.warmup_s,
-            repeats=args.repeat,
-            order=args.order,
-            probes=probes,
-            probe_overhead=args.probe_overhead,
-            baseline=args.baseline,
-            profile=profile_settings(args),
-        )
-        check_out_dir(out_dir)
         table_console = consoles.stderr() if args.json else consoles.stdout()
         record, status = run_plan(plan, out_dir, args.command_line, slack_s, table_console)
     if args.json:

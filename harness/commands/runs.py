@@ -18,11 +18,12 @@ from harness.hostinfo import collect_host, git_info
 from harness.paths import REPO_ROOT
 from harness.report import write_all
 from harness.results import RunRecord
-from harness.run.bounds import check_plan
 from harness.run.lifetime import open_confinement, workload_binaries
 from harness.run.plan import Plan
+from harness.run.rejected import WorkloadRejected, end_rejected
 from harness.run.runner import execute
 from harness.run.stop import stop_on_signals
+from harness.run.writes import WriteFailed, write_failed
 from harness.rundoc import jsonfile
 
 DEFAULT_DEADLINE_SLACK_S = 120.0
@@ -42,9 +43,13 @@ def deadline_slack_s() -> float:
 
 
 def run_plan(
-    plan: Plan, out_dir: Path, command: Sequence[str], slack_s: float, table_console: Console
+    plan: Plan,
+    out_dir: Path,
+    command: Sequence[str],
+    slack_s: float,
+    table_console: Console,
+    later_s: float = 0.0,
 ) -> tuple[RunRecord, str]:
-    check_plan(plan, out_dir)
     with stop_on_signals() as stop:
         confinement = open_confinement(out_dir, workload_binaries(plan.suite.binary))
         try:
@@ -53,8 +58,18 @@ def run_plan(
             )
             record.set_owner(confinement.owner)
             confinement.watch(record.run_dir)
-            status = execute(plan, record, consoles.stderr(), stop, slack_s, confinement)
-            reports = write_all(record.run_dir)
+            try:
+                status = execute(
+                    plan, record, consoles.stderr(), stop, slack_s, later_s, confinement
+                )
+                reports = write_all(record.run_dir)
+            except WorkloadRejected as err:
+                end_rejected(record, err)
+                raise
+            except WriteFailed as err:
+                raise ended_failed(record, err) from err
+            except OSError as err:
+                raise ended_failed(record, write_failed(err)) from err
         except BaseException:
             confinement.close(finished=False)  # a run left `running` is marked abandoned
             raise
@@ -63,6 +78,12 @@ def run_plan(
     for path in reports:
         print(f"{path.name}: {path}", file=sys.stderr if table_console.stderr else sys.stdout)
     return record, status
+
+
+def ended_failed(record: RunRecord, err: WriteFailed) -> WriteFailed:
+    """The write error in one line, after run.json says `failed` with it where it still can."""
+    said = "says failed" if record.fail(str(err)) else "could not be updated"
+    return WriteFailed(f"{err}; {record.path} {said}")
 
 
 def status_exit(record: RunRecord, status: str) -> int:

@@ -15,6 +15,13 @@ from harness.probes import registry
 # metric is in run.json and in `harness compare`.
 LEADING_METRICS = ("ops_per_sec", "latency_ns.p50", "latency_ns.p99")
 TRAILING_METRICS = ("timeouts", "errors")
+# CPU time per operation per role, read by the workload itself over the measured window (the
+# workload contract's convention), right after the headline columns.
+CPU_METRICS = {
+    "client_cpu_ns_per_op": "client CPU/op",
+    "server_cpu_ns_per_op": "server CPU/op",
+    "cpu_ns_per_op": "CPU/op",
+}
 # Per-op figures from the probes (their kinds' metrics), between the two when present.
 PROBE_METRICS = tuple(registry.columns())
 PERCENT_METRICS = frozenset(m.name for m in registry.metrics() if m.unit == "share")  # as %
@@ -24,6 +31,7 @@ TABLE_LABELS = {
     "latency_ns.p50": "p50",
     "latency_ns.p99": "p99",
     "latency_ns.p999": "p99.9",
+    **CPU_METRICS,
     **registry.columns(),
 }
 # The reports have room for more figures, and longer headings for some.
@@ -60,7 +68,7 @@ def metric_columns(
     summaries: Sequence[Mapping[str, Any]], leading: Sequence[str] = LEADING_METRICS
 ) -> list[str]:
     present = {name for summary in summaries for name in summary}
-    ordered = dict.fromkeys((*leading, *PROBE_METRICS, *TRAILING_METRICS))
+    ordered = dict.fromkeys((*leading, *CPU_METRICS, *PROBE_METRICS, *TRAILING_METRICS))
     return [name for name in ordered if name in present]
 
 

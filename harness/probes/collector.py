@@ -7,7 +7,9 @@ fail with exit 2 on bad arguments and exit 1 with `unavailable: <reason>` on std
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +37,8 @@ class CollectorProbe:
     def __init__(self, spec: ProbeSpec, out_path: Path, now: bool = False) -> None:
         self.spec = spec
         self.out_path = out_path
+        # The collector writes here; the output is renamed to out_path once it is whole.
+        self.partial_path = out_path.with_name(f".{out_path.name}.partial")
         self.now = now
         self.process: ProbeProcess | None = None
         self.unavailable: str | None = None
@@ -47,7 +51,7 @@ class CollectorProbe:
         argv = [str(collector_binary(self.spec.name))]
         for pid in pids:
             argv += ["--pid", str(pid)]
-        argv += ["--out", str(self.out_path)]
+        argv += ["--out", str(self.partial_path)]
         if self.now:
             argv.append("--now")
         try:
@@ -68,7 +72,7 @@ class CollectorProbe:
         else:
             self.unavailable = self._exit_reason(process)
         process.kill()
-        self.out_path.unlink(missing_ok=True)
+        self.partial_path.unlink(missing_ok=True)
         self.process = None
 
     def window_start(self) -> None:
@@ -93,17 +97,21 @@ class CollectorProbe:
             result.error = self._exit_reason(process)
         else:
             try:
-                data = json.loads(self.out_path.read_text())
+                data = json.loads(self.partial_path.read_text())
+                os.replace(self.partial_path, self.out_path)
             except (OSError, ValueError) as err:
                 result.error = f"no JSON output in {self.out_path}: {err}"
             else:
                 result.path, result.data = self.out_path, data
+        with contextlib.suppress(OSError):
+            self.partial_path.unlink(missing_ok=True)
         return result
 
     def abort(self, reason: str) -> ProbeResult:
         if self.process is not None:
             self.process.kill()
-            self.out_path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.partial_path.unlink(missing_ok=True)
         if self.unavailable:
             return ProbeResult(self.spec.name, unavailable=self.unavailable)
         return ProbeResult(self.spec.name, error=reason)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.probes.availability import perf_problem, perf_user_only
+from harness.probes.perfrate import used_frequency
 from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
 from harness.profiles import folded, inferno
@@ -37,6 +38,7 @@ ACK_TIMEOUT_S = 5.0
 # perf record ends with SIGINT's own status after writing perf.data in full.
 SIGINT_EXITS = (0, -signal.SIGINT, 128 + signal.SIGINT)
 SCRIPT_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"  # no period: each sample weighs 1
+REASON_LINES = 3  # of perf's error message, from its `Error:` line
 _LOST = re.compile(r"lost (\d+) (?:samples|chunks)", re.IGNORECASE)
 
 
@@ -90,6 +92,7 @@ class OncpuProbe:
             f"fifo:{ctl},{ack}",
             "-o",
             str(self.data_path),
+            "--no-buildid-cache",  # no copy of every profiled binary in ~/.debug
         ]
         try:
             self.process = ProbeProcess(argv)
@@ -167,7 +170,7 @@ class OncpuProbe:
         return {
             "probe": "oncpu",
             "event": self.event,
-            "frequency_hz": self.settings.frequency_hz,
+            "frequency_hz": used_frequency(self.settings.frequency_hz, process.stderr_lines()),
             "callgraph": self.settings.callgraph,
             "pids": self.pids,
             "folded": self.folded_path.name,
@@ -199,8 +202,7 @@ class OncpuProbe:
 
     def _failure(self, fallback: str) -> str:
         lines = self.process.stderr_lines() if self.process is not None else []
-        errors = [line for line in lines if "rror" in line or "ermission" in line]
-        return f"perf: {(errors or lines or [fallback])[0].strip()}"
+        return f"perf: {perf_reason(lines, fallback)}"
 
     def _kill(self) -> None:
         if self.process is not None:
@@ -220,3 +222,13 @@ class OncpuProbe:
             self.fifo_dir = None
         self.data_path.unlink(missing_ok=True)
         self.data_path.with_name(self.data_path.name + ".old").unlink(missing_ok=True)
+
+
+def perf_reason(lines: Sequence[str], fallback: str) -> str:
+    """perf's error in one line: its `Error:` line and the lines that explain it (perf puts
+    the reason on the lines after a bare `Error:`), else its first line, else `fallback`."""
+    text = [line.strip() for line in lines if line.strip()]
+    start = next((i for i, line in enumerate(text) if "rror" in line or "ermission" in line), None)
+    if start is None:
+        return text[0] if text else fallback
+    return " ".join(text[start : start + REASON_LINES])

@@ -40,6 +40,7 @@ class ProbeResult:
     data: dict[str, Any] | None = None
     unavailable: str | None = None  # it could not attach: the run goes on without it
     error: str | None = None  # it attached but produced no usable output
+    bpf_stats: dict[str, Any] | None = None  # its BPF programs' cost (probes/bpfstats.py)
 
     @property
     def ok(self) -> bool:

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.probes import registry
+from harness.probes import bpfstats, registry
 from harness.probes.probe import ProbeResult
-from harness.rundoc.model import ProbeRepeat, ProbeSummary
+from harness.rundoc.model import BpfStats, ProbeRepeat, ProbeSummary
 
 
 def cell_folder(run_dir: Path, cell_id: str) -> Path:
@@ -31,6 +31,8 @@ def repeat_entry(repeat: int, result: ProbeResult, run_dir: Path, ops: float | N
         return ProbeRepeat(repeat=repeat, error=result.error or "no output")
     entry: dict[str, Any] = {"repeat": repeat, "path": str(result.path.relative_to(run_dir))}
     entry |= registry.kind_of(result.name).recorded(result.data, ops)
+    if result.bpf_stats is not None:
+        entry["bpf_stats"] = result.bpf_stats
     return ProbeRepeat.model_validate(entry)
 
 
@@ -68,6 +70,9 @@ def summarize(repeats: list[ProbeRepeat]) -> ProbeSummary:
         if r.totals is not None:
             totals = _add(totals, r.totals)
     summary.totals = totals
+    cost = bpfstats.add_up([r.bpf_stats.model_dump() for r in done if r.bpf_stats is not None])
+    if cost is not None:
+        summary.bpf_stats = BpfStats.model_validate(cost)
     return summary
 
 

@@ -9,10 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 from harness.probes.kind import ProbeKind, ProbeMetric
-from harness.probes.kinds import bpftrace, futex, gc, oncpu, sched
+from harness.probes.kinds import bpftrace, futex, gc, jvmgc, offwake, oncpu, perfstat, sched
 
 # In this order: `all`, doctor's lines, the derived metrics of a repeat, `harness probe`.
-NAMED: tuple[ProbeKind, ...] = (sched.KIND, futex.KIND, gc.KIND, oncpu.KIND)
+NAMED: tuple[ProbeKind, ...] = (
+    sched.KIND,
+    futex.KIND,
+    gc.KIND,
+    jvmgc.KIND,
+    oncpu.KIND,
+    offwake.KIND,
+    perfstat.KIND,
+)
 BPFTRACE = bpftrace.KIND  # `bt:PATH`: any number of scripts, named `bt:<stem>`
 KINDS = (*NAMED, BPFTRACE)
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.probes import registry
+from harness.probes.bpfstats import BpfStatsWatch
 from harness.probes.kind import DriverOptions
 from harness.probes.probe import ATTACH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.profiles.settings import ProfileSettings
@@ -45,6 +46,7 @@ class ProbeSession:
         self.pids: list[int] = []
         self.stage = "before 'ready'"
         self.no_pids = False
+        self.bpf: BpfStatsWatch | None = None
 
     def on_ready(self, pids: Sequence[int]) -> None:
         self.stage = "after 'ready'"
@@ -57,14 +59,27 @@ class ProbeSession:
         deadline = time.monotonic() + ATTACH_TIMEOUT_S
         for probe in self.probes:
             probe.wait_attached(deadline, self.stop)
+        self.bpf = BpfStatsWatch(
+            {
+                probe.spec.name: process.pid
+                for probe in self.probes
+                if (registry.kind_of(probe.spec.name).collector or probe.spec.is_bpftrace)
+                and (process := getattr(probe, "process", None)) is not None
+            }
+        )
+        self.bpf.attached()
 
     def on_measure_start(self) -> None:
         self.stage = "after 'measure_start'"
+        if self.bpf is not None:
+            self.bpf.window_start()
         for probe in self.probes:
             probe.window_start()
 
     def on_measure_end(self) -> None:
         self.stage = "closed"
+        if self.bpf is not None:
+            self.bpf.window_end()
         for probe in self.probes:
             probe.window_end()
 
@@ -79,4 +94,8 @@ class ProbeSession:
                 results[name] = probe.finish()
             else:
                 results[name] = probe.abort(f"the window never closed (workload {self.stage})")
+            if self.bpf is not None and results[name].ok:
+                results[name].bpf_stats = self.bpf.result(name)
+        if self.bpf is not None:
+            self.bpf.close()
         return results

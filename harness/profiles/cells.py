@@ -7,7 +7,9 @@ Files, paths relative to the run directory (`<slug>` is the cell id made file-sa
 - flame/<slug>.diff.svg: against the baseline cell of the same scenario and params
   (inferno-diff-folded --normalize, baseline first; red = more than in the baseline);
 - folded/<slug>.offcpu.folded, flame/<slug>.offcpu.svg: futex waits weighted by blocked ns;
-- folded/<slug>.wakeups.folded, flame/<slug>.wakeups.svg: waker thread -> wakee thread counts.
+- folded/<slug>.wakeups.folded, flame/<slug>.wakeups.svg: waker thread -> wakee thread counts;
+- folded/<slug>.offwake.folded, flame/<slug>.offwake.svg, flame/<slug>.offwake.diff.svg: every
+  blocking, blocked stack `--` waker stack, by blocked ns (profiles/offwake_graphs.py).
 The figures (mutex_share, top_self, grew) are of the measured client's samples only, like
 the per-op metrics.
 """
@@ -21,7 +23,7 @@ from typing import Any
 
 from harness.describe import render as render_value
 from harness.probes import registry
-from harness.profiles import folded, inferno
+from harness.profiles import folded, inferno, offwake_graphs
 from harness.profiles.settings import ProfileSettings
 from harness.profiles.stacks import Stacks
 from harness.results import write_atomic
@@ -138,6 +140,11 @@ class CellProfiler:
             out.wakeups = count
         else:
             notes.append(_missing(cell, "sched", "no wake-up view"))
+        if stacks.offwake:
+            notes += offwake_graphs.draw(self, out, cell, stacks, baseline, name, where)
+        elif "offwake" in cell.probes:
+            notes.append(_missing(cell, "offwake", "no off-wake graph"))
+        out.notes = notes  # the model copied the list it was given
         return out
 
     def _diff(

@@ -14,4 +14,5 @@ class Stacks:
     client: folded.Folded = field(default_factory=Counter)  # the measured client only
     offcpu: folded.Folded = field(default_factory=Counter)
     wakeups: folded.Folded = field(default_factory=Counter)
+    offwake: folded.Folded = field(default_factory=Counter)  # blocked;--;waker, by ns
     frequency_hz: int | None = None

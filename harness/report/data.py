@@ -184,9 +184,11 @@ FLAME_KINDS = (
     FlameKind("oncpu", "on-CPU", "svg", "folded", ("on-cpu", "oncpu", "perf", "sampl")),
     FlameKind("offcpu", "off-CPU", "offcpu_svg", "offcpu_folded", ("off-cpu", "offcpu")),
     FlameKind("wakeups", "wake-up", "wakeup_svg", "wakeup_folded", ("wake",)),
+    FlameKind("offwake", "off-wake", "offwake_svg", "offwake_folded", ("off-wake",)),
+    FlameKind("offwake_diff", "off-wake differential", "offwake_diff_svg", None, ()),
     FlameKind("diff", "differential", "diff_svg", None, ("diff",)),
 )
-_CLASSIFY_ORDER = ("diff", "offcpu", "wakeups", "oncpu")
+_CLASSIFY_ORDER = ("offwake", "diff", "offcpu", "wakeups", "oncpu")
 
 
 def note_kind(note: str) -> str | None:
@@ -222,7 +224,8 @@ def profile_notes(profile: Mapping[str, Any]) -> list[str]:
 def _missing_reason(
     kind: FlameKind, cell: Mapping[str, Any], profile: Mapping[str, Any], baseline: str | None
 ) -> str:
-    if kind.key == "diff" and baseline is not None and cell.get("strategy") == baseline:
+    is_diff = kind.key in ("diff", "offwake_diff")
+    if is_diff and baseline is not None and cell.get("strategy") == baseline:
         return BASELINE_CELL
     if not profile:
         return "run.json has no profile for this cell (the profiler did not run)"
@@ -234,6 +237,8 @@ def flames(run_dir: Path, cell: Mapping[str, Any], baseline: str | None) -> list
     profile = cell.get("profile") or {}
     out = []
     for kind in FLAME_KINDS:
+        if kind.key.startswith("offwake") and "offwake" not in (cell.get("probes") or {}):
+            continue  # a probe of its own, not in every run
         flame = Flame(kind)
         path = profile.get(kind.svg_key)
         if kind.folded_key and profile.get(kind.folded_key):

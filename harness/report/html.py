@@ -14,16 +14,20 @@ from pathlib import Path
 from typing import Any
 
 from harness.format.cells import cell_summary, param_text, varying_params
+from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts, value_text
 from harness.format.metrics import ratio_metric, report_labels
 from harness.format.notes import STATUS_NOTES, notes, probe_notes
 from harness.format.numbers import DASH, TIMES, human, human_ratio, percent
-from harness.probes import registry
+from harness.probes import bpfstats, registry
+from harness.probes.overhead_pairs import overhead_cpu_shares, paired_text
 from harness.report import data
+from harness.report.charts import write_charts
 from harness.report.data import Code, Finding, Flame, Labeller
 from harness.results import write_atomic
 from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import as_json, load_run
+from harness.stability import stability_notes
 from harness.stats import CONFIDENCE
 
 CSS = """
@@ -149,9 +153,10 @@ class Page:
             f"<style>{CSS}</style></head><body>",
         )
         self.header(title)
+        self.charts()
         self.contents()
-        self.findings()
         self.summary()
+        self.findings()
         self.plots()
         self.failures()
         self.overhead()
@@ -212,11 +217,35 @@ class Page:
             self.add(f"<dt>{esc(term)}</dt><dd>{value}</dd>")
         self.add("</dl></header>")
 
+    def charts(self) -> None:
+        """Charts first (harness/report/charts.py): per scenario, the ratios to the baseline
+        with their intervals, then the latency percentiles; the CPU-per-op note under them."""
+        drawn = write_charts(self.doc, self.run_dir)
+        if not drawn:
+            return
+        self.add('<section id="charts"><h2>At a glance</h2>')
+        for chart in drawn:
+            href = run_file(self.run_dir, chart.path)
+            if href is None:
+                continue
+            self.add(
+                f'<figure class="plot chart chart-{esc(chart.kind)}">',
+                f"<figcaption><b>{esc(chart.title)}</b> · "
+                f'<a href="{esc(href)}">open</a></figcaption>',
+                f'<img src="{esc(href)}" alt="{esc(chart.title)}">',
+                "</figure>",
+            )
+        for note in cpu_notes(self.entries, self.metric, self.labels, varying_params(self.cells)):
+            self.add(f'<p class="note cpu-note">{esc(note)}</p>')
+        for note in stability_notes(self.cells, self.labels):
+            self.add(f'<p class="note stability-note">{esc(note)}</p>')
+        self.add("</section>")
+
     def contents(self) -> None:
         self.add(
             "<nav><h2>Contents</h2><ul>",
-            '<li><a href="#findings">Findings</a></li>',
             '<li><a href="#summary">Summary tables</a></li>',
+            '<li><a href="#findings">Findings</a></li>',
             '<li><a href="#plots">Plots</a></li>',
             '<li><a href="#failures">Failures</a></li>',
         )
@@ -377,30 +406,57 @@ class Page:
     def overhead(self) -> None:
         overall = self.doc.get("probe_overhead")
         if not overall:
+            cost = bpfstats.footer(self.cells)
+            if cost is not None:
+                self.add(f'<section id="overhead"><h2>Probe cost</h2><p>{esc(cost)}</p></section>')
             return
+        pooled = self.doc.get("probe_overhead_paired") or {}
+        what = f"<p>Median ops/s with the probes / without (1.00{TIMES} = free).</p>"
+        if pooled:
+            what = (
+                f"<p>Ops/s with the probes / without (1.00{TIMES} = free), paired by round: "
+                "the median of each round's ratio [its interval]; * Wilcoxon signed-rank "
+                "p &lt; 0.05 (docs/probes.md).</p>"
+            )
         self.add(
             '<section id="overhead"><h2>Probe overhead</h2>',
-            f"<p>Median ops/s with the probes / without (1.00{TIMES} = free).</p>",
+            what,
             '<div class="scroll"><table><tr><th class="l">cell</th>',
             *(f"<th>{esc(key)}</th>" for key in overall),
             "</tr>",
         )
 
-        def ratio(value: Any) -> str:
+        def ratio(value: Any, paired: Any = None) -> str:
+            if isinstance(paired, Mapping) and paired.get("ratio") is not None:
+                return esc(paired_text(paired).plain)
             return esc(human_ratio(float(value))) if value is not None else DASH
 
         for cell in self.cells:
             ratios = cell.get("probe_overhead") or {}
+            pairs = cell.get("probe_overhead_paired") or {}
             self.add(
                 f'<tr><td class="l">{esc(self.name(cell))}</td>',
-                *(f"<td>{ratio(ratios.get(key))}</td>" for key in overall),
+                *(f"<td>{ratio(ratios.get(key), pairs.get(key))}</td>" for key in overall),
                 "</tr>",
             )
+        label = "all cells (rounds pooled)" if pooled else "all cells (geometric mean)"
         self.add(
-            '<tr><td class="l"><b>all cells (geometric mean)</b></td>',
-            *(f"<td><b>{ratio(v)}</b></td>" for v in overall.values()),
-            "</tr></table></div></section>",
+            f'<tr><td class="l"><b>{label}</b></td>',
+            *(f"<td><b>{ratio(v, pooled.get(k))}</b></td>" for k, v in overall.items()),
+            "</tr>",
         )
+        shares = overhead_cpu_shares(self.cells, list(overall))
+        if shares:
+            self.add(
+                '<tr><td class="l">BPF CPU share</td>',
+                *(f"<td>{esc(shares.get(k) or '')}</td>" for k in overall),
+                "</tr>",
+            )
+        self.add("</table></div>")
+        cost = bpfstats.footer(self.cells)
+        if cost is not None:
+            self.add(f"<p>{esc(cost)}</p>")
+        self.add("</section>")
 
     # -- one cell -----------------------------------------------------------------------------
 

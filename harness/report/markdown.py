@@ -13,14 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.format.cells import cell_summary, param_text, varying_params
+from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts
 from harness.format.metrics import ratio_metric, report_labels
 from harness.format.numbers import DASH
 from harness.report import data
+from harness.report.charts import write_charts
 from harness.report.data import Code, Finding, Labeller
 from harness.results import write_atomic
 from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import as_json, load_run
+from harness.stability import stability_notes
 
 # Figures next to the headline metric, when some cell of the scenario has them.
 SIDE_METRICS = ("latency_ns.p99", "mutex_share", "futex_wait_ns_per_op", "ctx_switches_per_op")
@@ -97,6 +100,7 @@ class Summary:
         self.add(
             f"## {text(doc.get('suite'))}: benchmark results (run {code(doc.get('run_id'))})", ""
         )
+        self.charts()
         self.what_was_run()
         self.add("### Results", "")
         if not self.cells:
@@ -111,6 +115,19 @@ class Summary:
         self.add(*(f"- {inline(f)}" for f in data.findings(doc)), "")
         self.flame_links()
         return "\n".join(self.lines).rstrip() + "\n"
+
+    def charts(self) -> None:
+        """Charts first: each scenario's ratios to the baseline and latency percentiles
+        (harness/report/charts.py), and the CPU-per-op note."""
+        for chart in write_charts(self.doc, self.run_dir):
+            href = run_file(self.run_dir, chart.path)
+            if href is not None:
+                self.add(f"![{text(chart.title)}]({href})", "")
+        entries = data.comparisons(self.doc, self.metric)
+        for note in cpu_notes(entries, self.metric, self.labels, varying_params(self.cells)):
+            self.add(f"> {text(note)}", "")
+        for note in stability_notes(self.cells, self.labels):
+            self.add(f"> {text(note)}", "")
 
     def what_was_run(self) -> None:
         config, host, git = self.config, self.doc.get("host") or {}, self.doc.get("git") or {}

@@ -57,6 +57,8 @@ class Plan:
     scale: dict[str, Any] | None = None
     probe_overhead: bool = False  # also run each cell without probes and with each alone
     profile: ProfileSettings = DEFAULT_PROFILE
+    cpuset: dict[str, list[int]] | None = None  # role -> CPUs (harness/cpuset.py)
+    cpuset_auto: bool = False  # harness bench's split: pins only a workload with a server
 
     def schedule(self) -> Iterator[tuple[int, int]]:
         """(cell index, repeat index) pairs in run order, made as they are taken.
@@ -89,6 +91,7 @@ class Plan:
             "baseline": self.baseline,
             "scale": self.scale,
             **self.profile.config(),
+            **({"cpuset": self.cpuset, "cpuset_auto": self.cpuset_auto} if self.cpuset else {}),
         }
 
 
@@ -108,6 +111,7 @@ def build_plan(
     probe_overhead: bool = False,
     baseline: str | None = None,
     profile: ProfileSettings | None = None,
+    cpuset: dict[str, list[int]] | None = None,
 ) -> Plan:
     """Check every requested name and value against describe and lay out the cells."""
     valid = description.strategy_names
@@ -164,6 +168,7 @@ def build_plan(
         scale=scale,
         probe_overhead=probe_overhead,
         profile=profile or ProfileSettings(),
+        cpuset=cpuset or None,
     )
 
 

@@ -67,11 +67,13 @@ def outcome_text(outcome: Outcome) -> str:
 
 
 class _Eta:
-    """Remaining time: steps left x the mean step so far (planned length before the first)."""
+    """Remaining time: steps left x the mean step so far (planned length before the first),
+    plus `later_s`, the planned length of the runs still to come after this one (bench)."""
 
-    def __init__(self, total: int, planned_step_s: float) -> None:
+    def __init__(self, total: int, planned_step_s: float, later_s: float = 0.0) -> None:
         self.total = total
         self.planned_step_s = planned_step_s
+        self.later_s = later_s
         self.started = time.monotonic()
         self.done = 0
 
@@ -81,15 +83,17 @@ class _Eta:
     def remaining_s(self) -> float:
         elapsed = time.monotonic() - self.started
         per_step = elapsed / self.done if self.done else self.planned_step_s
-        return max(0.0, per_step * self.total - elapsed)
+        return max(0.0, per_step * self.total - elapsed) + self.later_s
 
 
 class LineProgress:
     """For logs and pipes: one concise line per finished repeat."""
 
-    def __init__(self, stream: IO[str], total: int, planned_step_s: float) -> None:
+    def __init__(
+        self, stream: IO[str], total: int, planned_step_s: float, later_s: float = 0.0
+    ) -> None:
         self.stream = stream
-        self.eta = _Eta(total, planned_step_s)
+        self.eta = _Eta(total, planned_step_s, later_s)
 
     def __enter__(self) -> LineProgress:
         return self
@@ -122,8 +126,10 @@ class _EtaColumn(ProgressColumn):
 class RichProgress:
     """For a terminal: bar, cell i/N, repeat r/R, strategy and params, elapsed, ETA, last ops/s."""
 
-    def __init__(self, console: Console, total: int, planned_step_s: float) -> None:
-        self.eta = _Eta(total, planned_step_s)
+    def __init__(
+        self, console: Console, total: int, planned_step_s: float, later_s: float = 0.0
+    ) -> None:
+        self.eta = _Eta(total, planned_step_s, later_s)
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -157,10 +163,14 @@ class RichProgress:
             self.progress.console.print(Text(line, style="red"))
 
 
-def make_progress(console: Console, total: int, planned_step_s: float) -> ProgressView:
+def make_progress(
+    console: Console, total: int, planned_step_s: float, later_s: float = 0.0
+) -> ProgressView:
+    """later_s: the planned seconds of the runs after this one, so that the ETA is the whole
+    bench's."""
     if console.is_terminal:
-        return RichProgress(console, total, planned_step_s)
-    return LineProgress(console.file, total, planned_step_s)
+        return RichProgress(console, total, planned_step_s, later_s)
+    return LineProgress(console.file, total, planned_step_s, later_s)
 
 
 def _clock(seconds: float) -> str:

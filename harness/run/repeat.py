@@ -174,12 +174,14 @@ class _Session:
         self.protocol = _Protocol()
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.selector = selectors.DefaultSelector()
-        self.partial: dict[int, bytes] = {}
+        # A line's bytes so far, in chunks: joined once its end arrives, so that a long
+        # line costs time in proportion to its length (concatenating per read is quadratic).
+        self.partial: dict[int, list[bytes]] = {}
         for stream in (proc.stdout, proc.stderr):
             assert stream is not None
             os.set_blocking(stream.fileno(), False)
             self.selector.register(stream, selectors.EVENT_READ)
-            self.partial[stream.fileno()] = b""
+            self.partial[stream.fileno()] = []
 
     def follow(self, deadline: float, deadline_s: float, stop: StopFlag) -> str | None:
         """Read events until the workload exits; a failure reason, _INTERRUPTED, or None."""
@@ -245,11 +247,17 @@ class _Session:
             chunk = os.read(fd, 65536)
         except BlockingIOError:
             return []
+        pending = self.partial[fd]
         if not chunk:
             self.selector.unregister(stream)
-            rest, self.partial[fd] = self.partial[fd], b""
+            rest, self.partial[fd] = b"".join(pending), []
             return [rest.decode(errors="replace")] if rest else []
-        *lines, self.partial[fd] = (self.partial[fd] + chunk).split(b"\n")
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            return []
+        first, *lines, tail = chunk.split(b"\n")
+        lines.insert(0, b"".join([*pending, first]))
+        self.partial[fd] = [tail] if tail else []
         return [line.decode(errors="replace").rstrip("\r") for line in lines]
 
     def drain(self) -> None:

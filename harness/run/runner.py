@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
+from harness import cpuset
 from harness.describe import plain_number
 from harness.plots import write_plots
 from harness.probes import overhead
@@ -23,7 +24,9 @@ from harness.results import RunRecord
 from harness.run.confine import Confinement
 from harness.run.plan import Plan
 from harness.run.progress import STARTUP_ESTIMATE_S, Step, make_progress
+from harness.run.rejected import rejection
 from harness.run.repeat import Outcome, run_repeat
+from harness.run.resultcheck import vet
 from harness.run.stop import StopFlag
 from harness.rundoc.model import Failure
 
@@ -54,9 +57,11 @@ def execute(
     console: Console,
     stop: StopFlag,
     deadline_slack_s: float,
+    later_s: float = 0.0,
     confinement: Confinement | None = None,
 ) -> str:
-    """Run every repeat of the plan; returns the final status written to run.json."""
+    """Run every repeat of the plan; returns the final status written to run.json. later_s:
+    the planned seconds of the runs after this one (the ETA is the whole bench's)."""
     variants = overhead.variants(plan.probes, plan.probe_overhead)
     main_key = variants[-1][0]
     runs = ((c, r, v) for c, r in plan.schedule() for v in variants)
@@ -64,7 +69,7 @@ def execute(
     deadline_s = plan.warmup_s + plan.duration_s + deadline_slack_s
     planned_step_s = plan.warmup_s + plan.duration_s + STARTUP_ESTIMATE_S
     interrupted = False
-    with make_progress(console, total, planned_step_s) as progress:
+    with make_progress(console, total, planned_step_s, later_s) as progress:
         for index, (cell_index, repeat, (key, specs)) in enumerate(runs, start=1):
             if stop.requested:
                 interrupted = True
@@ -95,7 +100,7 @@ def execute(
                     repeat_args(plan, cell_index),
                     deadline_s,
                     stop,
-                    hooks=session,
+                    hooks=cpuset.hooks(plan, session),
                     box=confinement.repeat() if confinement else None,
                 )
             finally:
@@ -105,6 +110,9 @@ def execute(
             if outcome.interrupted:
                 interrupted = True
                 break
+            vet(outcome, plan.description.metrics)
+            if (rejected := rejection(outcome, cell.label)) is not None:
+                raise rejected
             if not outcome.ok:
                 _discard(probes)
                 record.add_failure(cell_index, failure_record(repeat + 1, outcome))
@@ -125,6 +133,8 @@ def execute(
                 assert outcome.result is not None
                 record.add_variant_result(cell_index, key, outcome.result)
             if len(variants) > 1:
+                if outcome.ok:
+                    record.add_round(cell_index, key, repeat + 1)
                 _update_overhead(record, cell_index, main_key)
             record.write()
             progress.finished(step, outcome)

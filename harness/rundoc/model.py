@@ -5,6 +5,8 @@ these classes by `make schema`).
 Format history (`schema_version`):
 - 1: the shape the harness modules wrote into a nested dict; never written down.
 - 2: this model. The keys of 1, each with a defined type; unknown keys are refused.
+  Optional keys added since keep the version: every version-2 file still loads (see the
+  table in docs/run-json.md).
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ class Host(Record):
     """CPUs isolated from the scheduler (isolcpus)."""
     turbo: bool | None
     """Turbo/boost enabled."""
+    memory_bytes: Absent[int] = None
+    """MemTotal of /proc/meminfo (absent in runs from before it was recorded)."""
+    toolchains: Absent[dict[str, str]] = None
+    """The compilers the workloads are built with: `rustc`, `go` -> their version line."""
 
 
 class Scale(Record):
@@ -124,6 +130,11 @@ class Config(Record):
     """Frame substrings that make an on-CPU sample lock-related (mutex_share)."""
     command: list[str]
     """The harness command line."""
+    cpuset: Absent[dict[str, list[int]]] = None
+    """--cpuset (or harness bench's split): role -> the CPUs its processes were pinned to."""
+    cpuset_auto: Absent[bool] = None
+    """The cpuset is harness bench's automatic client/server split (pins only workloads
+    whose ready event lists a server process)."""
 
 
 class Metric(Record):
@@ -171,6 +182,37 @@ class Summary(Record):
     """Repeats that reported the metric."""
 
 
+class BpfProgram(Record):
+    """One BPF program of a probe over the measured window."""
+
+    id: int
+    name: str
+    run_cnt: int
+    run_time_ns: int
+
+
+class BpfStats(Record):
+    """A BPF probe's own cost over the measured window(s), from the kernel's BPF run-time
+    statistics (BPF_ENABLE_STATS, on while the probes run; harness/probes/bpfstats.py)."""
+
+    unavailable: Absent[str] = None
+    """The statistics could not be enabled, and why."""
+    window_ns: Absent[int] = None
+    """From the snapshot at measure_start to the one at measure_end (summed over repeats)."""
+    cpus: Absent[int] = None
+    """Online CPUs."""
+    run_cnt: Absent[int] = None
+    """Runs of the probe's programs (every event they are attached to, also other tasks')."""
+    run_time_ns: Absent[int] = None
+    """Time in those runs."""
+    ns_per_run: Absent[float] = None
+    """run_time_ns / run_cnt."""
+    cpu_share: Absent[float] = None
+    """run_time_ns / (window_ns x cpus): the probe's share of the machine's CPU time."""
+    programs: Absent[list[BpfProgram]] = None
+    """Per program (one repeat's record only)."""
+
+
 class ProbeRepeat(Record):
     """One repeat's output of one probe: a summary and the raw file, or why there is none."""
 
@@ -188,6 +230,9 @@ class ProbeRepeat(Record):
     """Collectors: events dropped (0 is required for exact figures)."""
     totals: Absent[dict[str, Any]] = None
     """Collectors: their totals over the window (see docs/probes.md)."""
+    frequency_hz: Absent[int] = None
+    """oncpu: the frequency perf sampled at; config.perf_frequency_hz unless the kernel
+    lowered perf_event_max_sample_rate below it during the run."""
     script: Absent[str] = None
     """bpftrace: the script."""
     diff: Absent[dict[str, Any]] = None
@@ -197,9 +242,11 @@ class ProbeRepeat(Record):
     output: Absent[list[Any]] = None
     """bpftrace: what the script printed besides maps."""
     notes: Absent[list[str]] = None
-    """bpftrace: caveats of the window difference."""
+    """bpftrace: caveats of the window difference; perfstat: events not counted, multiplexed."""
     per_op: Absent[dict[str, Any]] = None
     """bpftrace: the numbers of `diff` divided by the repeat's op count."""
+    bpf_stats: Absent[BpfStats] = None
+    """BPF probes: their programs' run count and run time over the window."""
 
 
 class ProbeSummary(Record):
@@ -217,6 +264,8 @@ class ProbeSummary(Record):
     """No repeat produced output: the last repeat's reason."""
     error: Absent[str] = None
     """No repeat produced output: the last repeat's error."""
+    bpf_stats: Absent[BpfStats] = None
+    """BPF probes: their programs' cost over the repeats (counts and windows summed)."""
 
 
 class TopFrame(Record):
@@ -271,6 +320,36 @@ class Profile(Record):
     wakeup_svg: Absent[str] = None
     wakeups: Absent[int] = None
     """Wake-ups of the workload's threads, all repeats."""
+    offwake_folded: Absent[str] = None
+    """offwake: every blocking of every process, blocked stack `--` waker stack, weighted by
+    blocked ns, all repeats."""
+    offwake_svg: Absent[str] = None
+    """The off-wake flame graph."""
+    offwake_diff_svg: Absent[str] = None
+    """The off-wake differential graph against the baseline cell (red: more blocked time)."""
+    offwake_ns: Absent[int] = None
+    """ns off CPU of the workload's threads, all repeats."""
+
+
+class OverheadInterval(Record):
+    """--probe-overhead: one probe set's ops/s ratio, paired by repeat round (each round's
+    ops/s with the probes / without in the same round; harness/probes/overhead_pairs.py)."""
+
+    n: int
+    """Rounds with both sides."""
+    ratio: float | None
+    """Median of the rounds' ratios."""
+    ci95_low: Absent[float] = None
+    """Interval of that median from order statistics ([min, max] below 6 rounds)."""
+    ci95_high: Absent[float] = None
+    ci_coverage: Absent[float] = None
+    """Probability that [ci95_low, ci95_high] covers the median."""
+    p_value: Absent[float] = None
+    """Wilcoxon signed-rank, two-sided, of the log ratios against 0."""
+    significant: bool
+    """p < 0.05."""
+    reason: Absent[str] = None
+    """Why there is no p, or why it cannot be significant (fewer than 6 rounds)."""
 
 
 class Cell(Record):
@@ -300,6 +379,14 @@ class Cell(Record):
     probe_overhead: Absent[Ratios] = None
     """--probe-overhead: probe set -> median ops/s with it / without probes (null: a side
     has no repeat)."""
+    probe_rounds: Absent[dict[str, list[int]]] = None
+    """--probe-overhead: probe set -> the round of each of its successful repeats (in the
+    order of probe_variants, or of repeats for the main set)."""
+    probe_overhead_paired: Absent[dict[str, OverheadInterval]] = None
+    """--probe-overhead: probe set -> its ratio paired by round, with interval and p."""
+    stability: Absent[dict[str, list[str]]] = None
+    """Metric (the headline one, CPU per op) -> its stability warnings over the repeats
+    (spread, bimodal, drift: harness/stability.py); absent when there are none."""
 
 
 class Comparison(Record):
@@ -361,8 +448,9 @@ class RunDoc(Record):
     suite: str
     status: Status
     """`running` until the end; then `complete`, `partial` (some repeats failed), `failed`
-    (none succeeded) or `interrupted` (Ctrl-C, SIGTERM, SIGHUP); `abandoned` when its harness
-    died before the end (SIGKILL, out of memory) and a later harness found it."""
+    (none succeeded, or a write error stopped it: see `error`) or `interrupted` (Ctrl-C,
+    SIGTERM, SIGHUP); `abandoned` when its harness died before the end (SIGKILL, out of
+    memory) and a later harness found it."""
     started_at: str
     """UTC, ISO 8601 (2026-11-21T03:04:04Z)."""
     finished_at: str | None
@@ -379,6 +467,11 @@ class RunDoc(Record):
     plots: list[Plot]
     probe_overhead: Absent[Ratios] = None
     """--probe-overhead: probe set -> geometric mean of the cells' ratios."""
+    probe_overhead_paired: Absent[dict[str, OverheadInterval]] = None
+    """--probe-overhead: probe set -> the rounds' ratios of every cell pooled, paired."""
+    error: Absent[str] = None
+    """Why the run ended `failed` before its end (a write error such as a full disk), in one
+    line naming the path; absent otherwise."""
     owner: Absent[Owner] = None
     """The harness process that runs it (left out by harnesses before it was added)."""
     abandoned_reason: Absent[str] = None

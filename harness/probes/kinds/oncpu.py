@@ -13,7 +13,14 @@ from rich.console import Console
 from harness.checks import PRIVILEGE_FIX, Check
 from harness.format.numbers import DASH, percent
 from harness.probes import availability, terminal
-from harness.probes.kind import Data, DriverOptions, ProbeKind, ProbeMetric, RepeatContext
+from harness.probes.kind import (
+    Data,
+    DriverOptions,
+    ProbeKind,
+    ProbeMetric,
+    RepeatContext,
+    collector_fields,
+)
 from harness.probes.oncpu import OncpuProbe
 from harness.probes.probe import Probe, ProbeResult, ProbeSpec
 from harness.profiles import folded, inferno
@@ -73,6 +80,12 @@ def derive(data: Data, context: RepeatContext) -> dict[str, Any]:
     return {} if share is None else {"mutex_share": share}
 
 
+def recorded(data: Data, ops: float | None) -> dict[str, Any]:
+    """A collector's fields, and the frequency perf really sampled at."""
+    frequency = data.get("frequency_hz")
+    return {**collector_fields(data, ops), **({"frequency_hz": frequency} if frequency else {})}
+
+
 def live(result: ProbeResult) -> dict[str, Any] | None:
     """The output with its folded stacks inline (the file goes with `harness probe`'s
     temporary folder) and its figures over all the processes probed."""
@@ -128,6 +141,7 @@ KIND = ProbeKind(
     section=section,
     metrics=METRICS,
     derive=derive,
+    recorded=recorded,
     live=live,
     stacks=stacks,
 )

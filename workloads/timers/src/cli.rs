@@ -1,5 +1,5 @@
 //! The command line of `timers-bench` (and of `timers-bench-legacy`, the same program built
-//! against tokio 1.37): `describe`, `run` and `serve`, following
+//! against tokio 1.37): `describe`, `check`, `run` and `serve`, following
 //! `docs/workload-contract.md`.
 //!
 //! Exit codes: 0 = done, 2 = bad input (one line on stderr naming it and the valid choices),
@@ -17,6 +17,7 @@ use crate::params::{self, BadInput, Params, Scenario};
 use crate::process::{self, ServerProcess};
 use crate::server::{Server, ServerConfig};
 use crate::strategy::StrategyKind;
+use crate::timer_ops;
 
 /// Name of the binary built against tokio 1.37.
 pub const LEGACY_BIN: &str = "timers-bench-legacy";
@@ -58,6 +59,8 @@ struct Cli {
 enum Command {
     /// Print the workload description (strategies, scenarios, parameters, metrics) as JSON.
     Describe,
+    /// Check the arguments of `run` as `run` does, without running: exit 0, or 2 with one line.
+    Check(RunArgs),
     /// Start a server, run one strategy against it, print JSON events and the result.
     Run(RunArgs),
     /// Serve requests on 127.0.0.1 (started by `run`); prints the bound port on stdout.
@@ -126,6 +129,10 @@ pub fn main(flavor: Flavor) -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Serve(args) => serve(args),
+        Command::Check(args) => match plan(flavor, &args) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => bad_input(e),
+        },
         Command::Run(args) => run(flavor, args),
     }
 }
@@ -139,7 +146,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            eprintln!("error: missing command (valid: describe, run, serve)");
+            eprintln!("error: missing command (valid: describe, check, run, serve)");
             return ExitCode::from(2);
         }
         _ => {}
@@ -199,6 +206,11 @@ fn plan(flavor: Flavor, args: &RunArgs) -> Result<Plan, BadInput> {
     }
     let scenario = params::scenario(args.scenario.as_deref())?;
     let params = params::resolve(Some(scenario), &args.params)?;
+    if scenario.name == timer_ops::SCENARIO {
+        if let Some(reason) = timer_ops::unsupported(kind) {
+            return Err(BadInput(reason));
+        }
+    }
     Ok(Plan {
         kind,
         scenario,
@@ -247,16 +259,7 @@ fn emit(line: &Json) {
     println!("{line}");
 }
 
-/// Runs a validated plan; returns the correctness violations (empty = sound).
-fn execute(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
-    let params = &plan.params;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
-    // Spawned from the main thread, which lives as long as the process (see spawn).
-    let server = ServerProcess::spawn(&exe, &server_args(params))?;
-    let runtime = plan.kind.build_runtime(params.threads)?;
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], server.port()));
-    let bench = runtime.block_on(Bench::connect(plan.kind, params, addr, None))?;
-    emit(&json!({"event": "ready", "pids": [std::process::id(), server.pid()]}));
+fn wait_for_gate(gate: bool) -> Result<(), String> {
     if gate {
         let mut line = String::new();
         std::io::stdin()
@@ -264,12 +267,60 @@ fn execute(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
             .read_line(&mut line)
             .map_err(|e| format!("cannot read the gate line from stdin: {e}"))?;
     }
-    let report = runtime.block_on(bench.run(plan.warmup, plan.duration, |event| {
-        emit(&match event {
-            RunEvent::MeasureStart => json!({"event": "measure_start"}),
-            RunEvent::MeasureEnd => json!({"event": "measure_end"}),
-        })
-    }))?;
+    Ok(())
+}
+
+fn phase_event(event: RunEvent) {
+    emit(&match event {
+        RunEvent::MeasureStart => json!({"event": "measure_start"}),
+        RunEvent::MeasureEnd => json!({"event": "measure_end"}),
+    })
+}
+
+/// Runs the `timer-ops` scenario: one process, no server.
+fn execute_timer_ops(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
+    let params = &plan.params;
+    let runtime = plan.kind.build_runtime(params.threads)?;
+    emit(&json!({"event": "ready", "pids": [std::process::id()]}));
+    wait_for_gate(gate)?;
+    let report = timer_ops::run(
+        &runtime,
+        plan.kind,
+        params,
+        plan.warmup,
+        plan.duration,
+        phase_event,
+    )?;
+    let mut result = json!({
+        "event": "result",
+        "strategy": plan.kind.name(),
+        "scenario": plan.scenario.name,
+        "params": params.to_json(),
+    });
+    result
+        .as_object_mut()
+        .expect("object literal")
+        .extend(report.metrics_json());
+    emit(&result);
+    Ok(report.violations())
+}
+
+/// Runs a validated plan; returns the correctness violations (empty = sound).
+fn execute(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
+    if plan.scenario.name == timer_ops::SCENARIO {
+        return execute_timer_ops(plan, gate);
+    }
+    let params = &plan.params;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
+    // Spawned from the main thread, which lives as long as the process (see spawn).
+    let server = ServerProcess::spawn(&exe, &server_args(params))?;
+    let runtime = plan.kind.build_runtime(params.threads)?;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], server.port()));
+    let mut bench = runtime.block_on(Bench::connect(plan.kind, params, addr, None))?;
+    bench.measure_server_cpu(server.pid());
+    emit(&json!({"event": "ready", "pids": [std::process::id(), server.pid()]}));
+    wait_for_gate(gate)?;
+    let report = runtime.block_on(bench.run(plan.warmup, plan.duration, phase_event))?;
     let mut result = json!({
         "event": "result",
         "strategy": plan.kind.name(),

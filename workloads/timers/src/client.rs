@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 
 use crate::completion::{Completion, ErrorKind, Outcome};
 use crate::connection::{ConnConfig, Connection, FailureSignal};
+use crate::cpu_time::{self, ProcessCpuClock};
 use crate::metrics::{self, LatencyRecorder, Report, TaskStats, TimerCounts};
 use crate::params::Params;
 use crate::resolution_log::ResolutionLog;
@@ -69,6 +70,8 @@ pub struct Bench {
     conns: Arc<[Arc<Connection>]>,
     timer: Arc<Timer>,
     failure: Arc<FailureSignal>,
+    /// The server process's CPU clock, when the server runs in a process of its own.
+    server_clock: Option<ProcessCpuClock>,
 }
 
 impl Bench {
@@ -102,7 +105,22 @@ impl Bench {
             conns,
             timer,
             failure,
+            server_clock: None,
         })
+    }
+
+    /// Measures the CPU time of server process `pid` over the window too
+    /// (`server_cpu_ns_per_op`).
+    pub fn measure_server_cpu(&mut self, pid: u32) {
+        self.server_clock = ProcessCpuClock::of(pid);
+    }
+
+    /// (client, server) process CPU times now.
+    fn cpu_readings(&self) -> (Option<Duration>, Option<Duration>) {
+        (
+            ProcessCpuClock::own().now(),
+            self.server_clock.and_then(|c| c.now()),
+        )
     }
 
     /// Longest the drain waits for the measured requests and the late answers.
@@ -166,6 +184,7 @@ impl Bench {
         let before = self.timer.counters(&self.conns);
         shared.phase.store(MEASURE, Ordering::Relaxed);
         let window_start = Instant::now();
+        let cpu_start = self.cpu_readings();
         on_event(RunEvent::MeasureStart);
         if let Err(reason) = self.sleep_or_fail(duration).await {
             stop();
@@ -173,6 +192,7 @@ impl Bench {
         }
         stop();
         let window = window_start.elapsed();
+        let cpu_end = self.cpu_readings();
         let after = self.timer.counters(&self.conns);
         on_event(RunEvent::MeasureEnd);
 
@@ -197,6 +217,8 @@ impl Bench {
             server_requests,
             handlers_left,
             lost_tasks,
+            client_cpu: cpu_time::spent(cpu_start.0, cpu_end.0),
+            server_cpu: cpu_time::spent(cpu_start.1, cpu_end.1),
         })
     }
 

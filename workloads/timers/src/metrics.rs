@@ -168,6 +168,11 @@ pub struct Report {
     pub lost_tasks: u64,
     /// The `timer` object, in order.
     pub timer: Vec<(String, u64)>,
+    /// CPU time of the client process (every thread: load tasks, runtime workers, the
+    /// strategy's timer and executor threads) over the window.
+    pub client_cpu: Option<Duration>,
+    /// CPU time of the server process over the window.
+    pub server_cpu: Option<Duration>,
 }
 
 /// Builds the `timer` object: per-request counts overlaid by the window's differences of the
@@ -208,6 +213,33 @@ impl Report {
         }
     }
 
+    /// `<role>_cpu_ns` and `<role>_cpu_ns_per_op` (CPU time over the window per answered
+    /// request, the ops of `ops_per_sec`) for the roles whose CPU time was read;
+    /// `cpu_ns_per_op` is both processes together.
+    fn cpu_json(&self, out: &mut Map<String, Json>) {
+        let both = self.client_cpu.zip(self.server_cpu).map(|(c, s)| c + s);
+        for (role, cpu) in [
+            ("client", self.client_cpu),
+            ("server", self.server_cpu),
+            ("", both),
+        ] {
+            let role = if role.is_empty() {
+                String::new()
+            } else {
+                format!("{role}_")
+            };
+            let Some(cpu) = cpu else { continue };
+            let ns = u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX);
+            out.insert(format!("{role}cpu_ns"), json!(ns));
+            if self.stats.ok > 0 {
+                out.insert(
+                    format!("{role}cpu_ns_per_op"),
+                    json!(ns as f64 / self.stats.ok as f64),
+                );
+            }
+        }
+    }
+
     /// The metrics as JSON fields of the result line.
     pub fn metrics_json(&self) -> Map<String, Json> {
         let s = &self.stats;
@@ -243,6 +275,7 @@ impl Report {
         out.insert("handlers_left".into(), json!(self.handlers_left));
         out.insert("unresolved".into(), json!(s.unresolved + self.lost_tasks));
         out.insert("timer".into(), Json::Object(timer));
+        self.cpu_json(&mut out);
         out
     }
 
@@ -301,6 +334,8 @@ mod tests {
             handlers_left: 0,
             lost_tasks: 0,
             timer: Vec::new(),
+            client_cpu: Some(Duration::from_millis(4)),
+            server_cpu: None,
         }
     }
 
@@ -333,6 +368,11 @@ mod tests {
         let max = m["latency_ns"]["max"].as_u64().unwrap();
         assert!((299_000..=301_000).contains(&max), "{max}");
         assert_eq!(other.merged().len(), 1);
+        // 4 ms of client CPU over 2 answered requests; no server reading, no server figure.
+        assert_eq!(m["client_cpu_ns"], 4_000_000);
+        assert_eq!(m["client_cpu_ns_per_op"], 2_000_000.0);
+        assert!(!m.contains_key("server_cpu_ns_per_op"));
+        assert!(!m.contains_key("cpu_ns_per_op"), "both roles or no total");
         assert!(r.violations().is_empty(), "{:?}", r.violations());
     }
 

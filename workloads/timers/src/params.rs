@@ -75,6 +75,14 @@ pub const SCENARIOS: &[Scenario] = &[
             ("timeout_ms", Value::Int(100)),
         ],
     },
+    Scenario {
+        name: "timer-ops",
+        help: "timer micro-costs in process, no network: tasks arm the strategy's timeout, a partner task completes the op after service_time_us (0: a yield), the timeout is cancelled; ns_per_op is CPU per op (deadline-tracker does not run it)",
+        params: &[
+            ("concurrency", Value::Int(64)),
+            ("service_time_us", Value::Int(0)),
+        ],
+    },
 ];
 
 /// Request payloads, as cql-stress sizes a write or a read.
@@ -485,8 +493,16 @@ pub fn describe() -> Json {
         .map(|s| json!({"name": s.name(), "help": s.help()}))
         .collect();
     let mut metrics = vec![json!({"name": "ops_per_sec", "unit": "ops/s", "better": "higher"})];
+    // CPU per op of every process of the run (timer-ops: its one process; else client and
+    // server together).
+    metrics.push(json!({"name": "cpu_ns_per_op", "unit": "ns", "better": "lower"}));
     for p in ["p50", "p90", "p99", "p999", "max", "mean"] {
         metrics.push(json!({"name": format!("latency_ns.{p}"), "unit": "ns", "better": "lower"}));
+    }
+    for role in ["client", "server"] {
+        metrics.push(
+            json!({"name": format!("{role}_cpu_ns_per_op"), "unit": "ns", "better": "lower"}),
+        );
     }
     for (name, unit) in [
         ("timeouts", "requests"),
@@ -574,7 +590,10 @@ mod tests {
         assert!(err(&["slow_fraction=NaN"]).contains("'slow_fraction'"));
         assert!(err(&["concurrency"]).starts_with("bad --param 'concurrency'"));
         let e = scenario(Some("burst")).unwrap_err().0;
-        assert_eq!(e, "unknown scenario 'burst' (valid: steady, slow-tail)");
+        assert_eq!(
+            e,
+            "unknown scenario 'burst' (valid: steady, slow-tail, timer-ops)"
+        );
     }
 
     #[test]

@@ -57,7 +57,7 @@ fn describe_is_the_contract_document() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(scenarios, ["steady", "slow-tail"]);
+    assert_eq!(scenarios, ["steady", "slow-tail", "timer-ops"]);
     assert_eq!(d["scenarios"][1]["params"]["timeout_ms"], 100);
     let params = d["params"].as_array().unwrap();
     for name in [
@@ -175,7 +175,7 @@ fn bad_input_exits_2_with_one_line() {
             vec!["'--frobnicate'"],
         ),
         (vec!["launch".to_string()], vec!["'launch'"]),
-        (Vec::new(), vec!["describe, run, serve"]),
+        (Vec::new(), vec!["describe, check, run, serve"]),
         (
             vec![
                 "run",
@@ -339,6 +339,21 @@ fn gated_run_follows_the_contract() {
         assert!(r["timer"][k].is_u64(), "timer.{k} in {r}");
     }
     assert_eq!(r["timer"]["fired"], r["timeouts"]);
+    // CPU per op per role: per-op x answered requests is the role's CPU time over the
+    // window, which no more than every CPU of the machine can have spent in it.
+    let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+    let window_ns = r["duration_s"].as_f64().unwrap() * 1e9;
+    for role in ["client", "server"] {
+        let cpu = n(&format!("{role}_cpu_ns")) as f64;
+        let per_op = r[format!("{role}_cpu_ns_per_op")].as_f64().unwrap();
+        assert!(per_op > 0.0, "{role} in {r}");
+        assert!(
+            (per_op * n("ok") as f64 - cpu).abs() <= 1.0 + cpu * 1e-9,
+            "{role} in {r}"
+        );
+        assert!(cpu <= cpus * window_ns + 1e6, "{role} in {r}");
+    }
+    assert_eq!(n("cpu_ns"), n("client_cpu_ns") + n("server_cpu_ns"));
     assert!(wait_gone(pids[1]), "the server outlived the run");
 }
 
@@ -388,10 +403,22 @@ fn an_ungated_open_loop_run_reads_and_keeps_its_rate() {
         .collect();
     assert_eq!(names, ["ready", "measure_start", "measure_end", "result"]);
     let r = &events[3];
-    let ops = r["ops_per_sec"].as_f64().unwrap();
+    // Bounds from the schedule, not from the machine's speed: a request sent in the window
+    // was intended at most `max` latency before it (latency counts from the intended time),
+    // and every request intended in [start, end - max] was sent and answered in the window.
+    // Each of the 64 tasks rounds its share of an interval down or up by one send.
+    let (rate, tasks) = (2000.0, 64.0);
+    let window = r["duration_s"].as_f64().unwrap();
+    let late = r["latency_ns"]["max"].as_f64().unwrap() / 1e9;
+    let issued = r["issued"].as_f64().unwrap();
+    let (low, high) = (
+        rate * (window - late) - tasks,
+        rate * (window + late) + tasks,
+    );
     assert!(
-        (1500.0..2500.0).contains(&ops),
-        "open loop at 2000/s did {ops}/s"
+        (low..=high).contains(&issued),
+        "open loop at {rate}/s for {window} s (max latency {late} s) issued {issued}, \
+         outside [{low}, {high}]"
     );
     assert_eq!(r["params"]["mode"], "read");
     assert_eq!(r["timeouts"], 0);

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestDescribeIsValid(t *testing.T) {
 	for _, s := range d["strategies"].([]any) {
 		strategies = append(strategies, s.(map[string]any)["name"].(string))
 	}
-	if strings.Join(strategies, ",") != "fifo-channel,smart-lifo,puddle" {
+	if strings.Join(strategies, ",") != "fifo-channel,smart-lifo,puddle,vitess-smartconnpool" {
 		t.Errorf("strategies %v", strategies)
 	}
 	specsByName := map[string]spec{}
@@ -148,8 +149,8 @@ func TestBadInput(t *testing.T) {
 			[]string{"'idle_conns'"}},
 		{[]string{"run", "--duration-s", "1"}, []string{"--strategy", "fifo-channel, smart-lifo, puddle"}},
 		{[]string{"run", "--strategy", "puddle"}, []string{"--duration-s"}},
-		{[]string{"frobnicate"}, []string{"'frobnicate'", "describe, run"}},
-		{nil, []string{"describe, run"}},
+		{[]string{"frobnicate"}, []string{"'frobnicate'", "describe, check, run"}},
+		{nil, []string{"describe, check, run"}},
 	}
 	for _, c := range cases {
 		code, out, errText := runMain(t, "", c.args...)
@@ -259,6 +260,19 @@ func checkResult(t *testing.T, res map[string]any) {
 	}
 	if res["ops"].(float64) <= 0 {
 		t.Error("no ops")
+	}
+	// CPU per op: cpu_ns_per_op x ops is the window's process CPU time, which no more than
+	// every CPU can have spent over the window (a 1 ms slack for the reads' edges).
+	perOp, ok1 := res["cpu_ns_per_op"].(float64)
+	cpu, ok2 := res["cpu_ns"].(float64)
+	if !ok1 || !ok2 || perOp <= 0 {
+		t.Fatalf("cpu_ns_per_op %v, cpu_ns %v", res["cpu_ns_per_op"], res["cpu_ns"])
+	}
+	if got := perOp * res["ops"].(float64); math.Abs(got-cpu) > 1+cpu*1e-9 {
+		t.Errorf("cpu_ns_per_op x ops = %v, cpu_ns = %v", got, cpu)
+	}
+	if limit := float64(runtime.NumCPU())*res["window_s"].(float64)*1e9 + 1e6; cpu > limit {
+		t.Errorf("cpu_ns %v over %d CPUs x the window (%v ns)", cpu, runtime.NumCPU(), limit)
 	}
 }
 
@@ -409,5 +423,46 @@ func TestHistogram(t *testing.T) {
 	s := summary([]float64{1, 2, 3, 4})
 	if s["p50"] != 2.5 || s["avg"] != 2.5 || s["max"] != 4 {
 		t.Errorf("summary %v", s)
+	}
+}
+
+// check takes run's arguments and answers as run would before set-up, doing nothing else.
+func TestCheckValidatesWithoutRunning(t *testing.T) {
+	good := []string{"check", "--strategy", "smart-lifo", "--duration-s", "1", "--warmup-s", "0"}
+	if code, out, errText := runMain(t, "", good...); code != 0 || out != "" || errText != "" {
+		t.Errorf("%v: exit %d, stdout %q, stderr %q", good, code, out, errText)
+	}
+	bad := [][]string{
+		{"check", "--strategy", "smart-lifo", "--duration-s", "86401"},
+		{"check", "--strategy", "smart-lifo", "--duration-s", "1", "--warmup-s", "100000"},
+		{"check", "--strategy", "smart-lifo", "--duration-s", "1", "--param", "settings=0,0"},
+		{"check", "--strategy", "smart-lifo", "--duration-s", "1", "--param", "load=trace",
+			"--param", "latency_ms=60000", "--param", "trace_duration_s=1"},
+	}
+	for _, args := range bad {
+		code, out, errText := runMain(t, "", args...)
+		if code != 2 || out != "" || strings.Count(errText, "\n") != 1 ||
+			!strings.HasPrefix(errText, "error: ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errText)
+		}
+	}
+}
+
+// vitess-smartconnpool is not linked into pools-bench: its run is handed to the binary
+// beside it (exec), and a missing binary is a failed run (exit 1), not bad input.
+func TestVitessStrategyDelegated(t *testing.T) {
+	if bin := pool.DelegateBinary("vitess-smartconnpool"); bin != "pools-bench-vitess" {
+		t.Fatalf("DelegateBinary = %q", bin)
+	}
+	if bin := pool.DelegateBinary("smart-lifo"); bin != "" {
+		t.Fatalf("DelegateBinary(smart-lifo) = %q", bin)
+	}
+	if _, err := pool.New("vitess-smartconnpool", pool.Config{Capacity: 1}); err == nil {
+		t.Fatal("pool.New built vitess-smartconnpool in pools-bench")
+	}
+	// The test binary has no pools-bench-vitess beside it.
+	code, _, errText := runMain(t, "", "run", "--strategy", "vitess-smartconnpool", "--duration-s", "0.1")
+	if code != 1 || !strings.Contains(errText, "pools-bench-vitess") {
+		t.Errorf("exit %d, stderr %q", code, errText)
 	}
 }

@@ -372,6 +372,7 @@ func Describe() map[string]any {
 		metric("ops_per_sec", "ops/s", "higher"),
 		{"name": "arrival_rps", "unit": "requests/s"}, // the regime a trace ran in, not a score
 		metric("ns_per_op", "ns", "lower"),
+		metric("cpu_ns_per_op", "ns", "lower"),
 		metric("connections_opened", "connections", "lower"),
 		metric("applies", "applies", "lower"),
 		metric("resets", "resets", "lower"),

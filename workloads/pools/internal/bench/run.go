@@ -11,12 +11,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/benchharness/pools/internal/pool"
@@ -27,6 +29,7 @@ const usage = `pools-bench: connection-pool strategies under vitess PR #14034's 
 
 usage:
   pools-bench describe
+  pools-bench check --strategy S [--scenario X] [--param k=v]... --duration-s D --warmup-s W
   pools-bench run --strategy S [--scenario X] [--param k=v]... --duration-s D --warmup-s W [--gate]
 
 Exit codes: 0 done, 2 bad input (one line on stderr), 1 the run failed.
@@ -35,7 +38,7 @@ Exit codes: 0 done, 2 bad input (one line on stderr), 1 the run failed.
 // Main runs the command line and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "error: missing command (valid: describe, run)")
+		fmt.Fprintln(stderr, "error: missing command (valid: describe, check, run)")
 		return 2
 	}
 	switch args[0] {
@@ -47,13 +50,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		out, _ := json.Marshal(Describe())
 		fmt.Fprintln(stdout, string(out))
 		return 0
+	case "check":
+		return check(args[1:], stdout, stderr)
 	case "run":
 		return run(args[1:], stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "error: unknown command '%s' (valid: describe, run)\n", args[0])
+	fmt.Fprintf(stderr, "error: unknown command '%s' (valid: describe, check, run)\n", args[0])
 	return 2
 }
 
@@ -152,6 +157,20 @@ func traceOptions(p *Params) trace.Options {
 	}
 }
 
+// check validates the arguments of run as run does, without running anything.
+func check(args []string, stdout, stderr io.Writer) int {
+	_, err := parseRun(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
+	return 0
+}
+
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pl, err := parseRun(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -161,6 +180,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
+	}
+	if bin := pool.DelegateBinary(pl.strategy); bin != "" {
+		return delegate(bin, args, stderr)
 	}
 	res, err := execute(pl, stdin, func(event map[string]any) {
 		line, _ := json.Marshal(event)
@@ -179,9 +201,26 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// delegate replaces this process with the binary beside it that runs the strategy (same
+// pid, same arguments, same stdin and stdout: the harness sees one workload process).
+func delegate(bin string, args []string, stderr io.Writer) int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "error: cannot find this binary's folder to run %s: %v\n", bin, err)
+		return 1
+	}
+	path := filepath.Join(filepath.Dir(self), bin)
+	err = syscall.Exec(path, append([]string{path, "run"}, args...), os.Environ())
+	fmt.Fprintf(stderr, "error: cannot run %s (built by `make deps` from workloads/pools/vitess): %v\n", path, err)
+	return 1
+}
+
 // gcSnapshot is the runtime's GC counters at a window edge. Neither read stops the
 // world (runtime/metrics and debug.ReadGCStats take the heap lock only).
 type gcSnapshot struct {
+	// cpu is the process's CPU time (user + system, every thread) at the edge, for
+	// cpu_ns_per_op.
+	cpu        time.Duration
 	cycles     uint64
 	numGC      int64
 	pauseTotal time.Duration
@@ -194,7 +233,7 @@ func readGC() gcSnapshot {
 	metrics.Read(samples)
 	var st debug.GCStats
 	debug.ReadGCStats(&st)
-	s := gcSnapshot{numGC: st.NumGC, pauseTotal: st.PauseTotal, pauses: st.Pause}
+	s := gcSnapshot{cpu: processCPU(), numGC: st.NumGC, pauseTotal: st.PauseTotal, pauses: st.Pause}
 	if samples[0].Value.Kind() == metrics.KindUint64 {
 		s.cycles = samples[0].Value.Uint64()
 	}
@@ -264,6 +303,10 @@ func execute(pl *plan, stdin io.Reader, emit func(map[string]any)) (*outcome, er
 	result["ops_per_sec"] = float64(m.ops) / window
 	if m.ops > 0 {
 		result["ns_per_op"] = window * 1e9 / float64(m.ops)
+	}
+	if cpu := m.gc1.cpu - m.gc0.cpu; m.ops > 0 && cpu > 0 {
+		result["cpu_ns"] = int64(cpu)
+		result["cpu_ns_per_op"] = float64(cpu) / float64(m.ops)
 	}
 	result["timeouts"] = m.timeouts
 	result["errors"] = m.errors

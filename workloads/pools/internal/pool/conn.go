@@ -81,6 +81,9 @@ type Conn struct {
 	slot uint32
 	// res is the puddle resource holding this connection while it is lent out.
 	res any
+	// Handle is a pool's own record of the connection for pools built outside this
+	// package (the vitess adapter's *smartconnpool.Pooled), set by that pool.
+	Handle any
 }
 
 // Setting is the setting applied on the connection (nil = clean).

@@ -76,6 +76,30 @@ var Strategies = []struct{ Name, Help string }{
 		"a 100 ms worker rescuing starving waiters"},
 	{"puddle", "github.com/jackc/puddle/v2 (pgx's pool): mutex + FIFO semaphore + generational idle " +
 		"stack; a different setting costs reset + apply"},
+	{"vitess-smartconnpool", "the real vitess.io/vitess v0.22.1 go/pools/smartconnpool behind the same " +
+		"interface (its own module and binary, bin/pools-bench-vitess: workloads/pools/vitess)"},
+}
+
+// external holds the constructors of strategies built outside this module, registered
+// by the binary that links them (pools-bench-vitess registers vitess-smartconnpool).
+var external = map[string]func(Config) (Pool, error){}
+
+// delegated names, per strategy built outside this module, the binary beside pools-bench
+// that runs it.
+var delegated = map[string]string{"vitess-smartconnpool": "pools-bench-vitess"}
+
+// Register makes New build strategy name with newPool; called before New, from main.
+func Register(name string, newPool func(Config) (Pool, error)) {
+	external[name] = newPool
+}
+
+// DelegateBinary is the binary (beside this one) that runs strategy, or "" when this
+// binary runs it itself.
+func DelegateBinary(strategy string) string {
+	if _, ok := external[strategy]; ok {
+		return ""
+	}
+	return delegated[strategy]
 }
 
 // New builds the named strategy.
@@ -88,6 +112,12 @@ func New(strategy string, cfg Config) (Pool, error) {
 	}
 	if cfg.Tracker == nil {
 		cfg.Tracker = &Tracker{}
+	}
+	if newPool, ok := external[strategy]; ok {
+		return newPool(cfg)
+	}
+	if bin := delegated[strategy]; bin != "" {
+		return nil, fmt.Errorf("strategy %q runs in the binary %s, not in this one", strategy, bin)
 	}
 	switch strategy {
 	case "fifo-channel":

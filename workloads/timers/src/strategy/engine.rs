@@ -43,6 +43,18 @@ enum Kind {
     Wheel(HashedWheelTimer<ExpiryTarget>),
 }
 
+impl ExpiryTarget {
+    /// The connection index given when the timeout was armed.
+    pub fn conn(&self) -> u32 {
+        self.conn
+    }
+
+    /// Resolves the request as timed out; whether that won (see [`Completion::resolve`]).
+    pub fn resolve_timed_out(&self) -> bool {
+        self.completion.resolve(self.id, Outcome::Timeout)
+    }
+}
+
 /// A running timer engine; dropping it joins its threads.
 pub struct Engine {
     kind: Kind,
@@ -52,9 +64,18 @@ pub struct Engine {
 impl Engine {
     /// Starts the engine of `strategy` for `conns`.
     pub fn new(strategy: StrategyKind, params: &Params, conns: Arc<[Arc<Connection>]>) -> Engine {
-        let on_expire = move |target: ExpiryTarget| {
+        Engine::with_expiry(strategy, params, move |target: ExpiryTarget| {
             conns[target.conn as usize].time_out(&target.completion, target.id);
-        };
+        })
+    }
+
+    /// Starts the engine of `strategy` with `on_expire` run for each timeout that fires (the
+    /// `timer-ops` scenario resolves the request as timed out, with no connection).
+    pub fn with_expiry(
+        strategy: StrategyKind,
+        params: &Params,
+        on_expire: impl Fn(ExpiryTarget) + Send + Sync + 'static,
+    ) -> Engine {
         let wheel = |expiry| WheelConfig {
             tick: params.tick,
             wheel_size: params.wheel_size,
@@ -94,6 +115,18 @@ impl Engine {
         }
     }
 
+    /// Arms the timeout of request `id` of `completion` at `deadline` and leaves its handle in
+    /// the cell, for whoever resolves the request to cancel (as [`Engine::execute`] does
+    /// before it sends the request). `conn` is what [`ExpiryTarget::conn`] reports.
+    pub fn arm(&self, conn: u32, id: RequestId, completion: &Arc<Completion>, deadline: Instant) {
+        let target = ExpiryTarget {
+            conn,
+            id,
+            completion: Arc::clone(completion),
+        };
+        completion.set_timeout(id, self.schedule(deadline, target));
+    }
+
     /// Issues `request` with a timeout on the engine and waits for the outcome.
     pub async fn execute(
         &self,
@@ -105,12 +138,7 @@ impl Engine {
         let deadline = request.sent_at + self.timeout;
         let task = conn.prepare(completion, Some(deadline), request.key, request.measured);
         let id = task.id();
-        let target = ExpiryTarget {
-            conn: conn.index() as u32,
-            id,
-            completion: Arc::clone(completion),
-        };
-        completion.set_timeout(id, self.schedule(deadline, target));
+        self.arm(conn.index() as u32, id, completion, deadline);
         counts.registered += 1;
         conn.send(task);
         let outcome = completion.wait(id).await;

@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: GPL-2.0
+/* offwake: off-CPU time of a set of processes over a measurement window by
+ * blocked stack (user and kernel, with the task state) and by the stack of
+ * the thread that woke it (bcc's offwaketime), as folded stacks for an
+ * off-wake flame graph: "comm;[state];blocked root..leaf;--;waker
+ * leaf..root;waker comm", weighted by blocked ns. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "common.h"
+#include "json.h"
+#include "ksyms.h"
+#include "offwake.h"
+#include "offwake.skel.h"
+#include "syms.h"
+
+#define EFAULT_ID (-14)
+#define EEXIST_ID (-17)
+
+struct entry {
+	struct offwake_key key;
+	struct offwake_val val;
+	char *folded;
+};
+
+struct result {
+	struct entry *entries;
+	size_t n;
+};
+
+struct ctx {
+	struct offwake_bpf *skel;
+	const struct env *env;
+	struct syms *syms;
+	pid_t *seen;
+	size_t nseen;
+};
+
+static void snapshot_once(struct ctx *c, pid_t pid)
+{
+	size_t i;
+
+	if (pid <= 0)
+		return;
+	for (i = 0; i < c->nseen; i++)
+		if (c->seen[i] == pid)
+			return;
+	c->seen = grow_array(c->seen, c->nseen, sizeof(*c->seen));
+	c->seen[c->nseen++] = pid;
+	syms_snapshot(c->syms, pid);
+}
+
+static void snapshot_one(const void *key, const void *value, void *arg)
+{
+	const struct offwake_key *k = key;
+
+	(void)value;
+	snapshot_once(arg, k->tgid);
+	snapshot_once(arg, k->waker_tgid);
+}
+
+/* The targets' and the wakers' mappings, read when the window closes (while
+ * they likely still run) and again at the end. */
+static void snapshot_all(void *arg)
+{
+	struct ctx *c = arg;
+	int i;
+
+	c->nseen = 0;
+	for (i = 0; i < c->env->npids; i++)
+		snapshot_once(c, c->env->pids[i]);
+	for_each_entry(bpf_map__fd(c->skel->maps.info), sizeof(struct offwake_key),
+		       sizeof(struct offwake_val), snapshot_one, c);
+}
+
+static void add_entry(const void *key, const void *value, void *arg)
+{
+	struct result *r = arg;
+	struct entry *e;
+
+	r->entries = grow_array(r->entries, r->n, sizeof(*e));
+	e = &r->entries[r->n++];
+	memcpy(&e->key, key, sizeof(e->key));
+	memcpy(&e->val, value, sizeof(e->val));
+	e->folded = NULL;
+}
+
+struct strbuf {
+	char *s;
+	size_t len, cap;
+};
+
+static void sb_append(struct strbuf *b, const char *s, bool frame)
+{
+	size_t n = strlen(s);
+
+	if (b->len + n + 2 > b->cap) {
+		b->cap = 2 * (b->len + n + 2);
+		b->s = realloc(b->s, b->cap);
+		if (!b->s)
+			fatal("out of memory");
+	}
+	/* ';' separates frames in the folded format: none inside a frame. */
+	for (; *s; s++)
+		b->s[b->len++] = frame && *s == ';' ? ':' : *s;
+	b->s[b->len] = '\0';
+}
+
+static void frame(struct strbuf *b, const char *name)
+{
+	if (b->len)
+		sb_append(b, ";", false);
+	sb_append(b, name, true);
+}
+
+static const char *lost_frame(__s32 id, bool user)
+{
+	if (id == EFAULT_ID)
+		return user ? "[no user stack]" : "[no kernel stack]";
+	if (id == EEXIST_ID)
+		return "[stack lost: map collision]";
+	return "[stack lost]";
+}
+
+/* Appends a stack: root first (the blocked side) or leaf first (the waker). */
+static void add_stack(struct strbuf *b, int fd, __s32 id, bool user, bool root_first,
+		      struct syms *syms, const struct ksyms *ksyms, pid_t tgid)
+{
+	__u64 ips[MAX_STACK_DEPTH] = {};
+	char buf[256];
+	const char *name;
+	int n = 0, first = 0, i, k;
+
+	if (id < 0 || bpf_map_lookup_elem(fd, &id, ips)) {
+		/* No user stack of a kernel thread is no frame at all. */
+		if (!(user && id == EFAULT_ID))
+			frame(b, lost_frame(id, user));
+		return;
+	}
+	while (n < MAX_STACK_DEPTH && ips[n])
+		n++;
+	/* The kernel stack's innermost frames are our own program and its
+	 * trampoline: left out. */
+	while (!user && first < n && (name = ksyms_name(ksyms, ips[first])) &&
+	       (!strncmp(name, "bpf_prog_", 9) || !strncmp(name, "bpf_trace_run", 13) ||
+		!strncmp(name, "__bpf_trace_", 12)))
+		first++;
+	for (k = 0; k < n - first; k++) {
+		i = root_first ? n - 1 - k : first + k;
+		if (user) {
+			name = syms_name(syms, tgid, ips[i], i > 0, buf, sizeof(buf));
+			frame(b, name);
+		} else {
+			name = ksyms_name(ksyms, ips[i]);
+			snprintf(buf, sizeof(buf), "%s_[k]", name ? name : "[unknown]");
+			frame(b, buf);
+		}
+	}
+}
+
+/* Whether the waker's kernel stack shows it woke from a hardware interrupt (a
+ * timer's expiry): current was then merely the task interrupted. A softirq run
+ * in process context (a loopback send's receive path, from local_bh_enable) is
+ * the task's own doing and keeps its stacks. */
+static bool in_interrupt(int fd, __s32 id, const struct ksyms *ksyms)
+{
+	static const char *const marks[] = { "asm_sysvec_", "asm_common_interrupt" };
+	__u64 ips[MAX_STACK_DEPTH] = {};
+	const char *name;
+	size_t m;
+	int i;
+
+	if (id < 0 || bpf_map_lookup_elem(fd, &id, ips))
+		return false;
+	for (i = 0; i < MAX_STACK_DEPTH && ips[i]; i++) {
+		name = ksyms_name(ksyms, ips[i]);
+		for (m = 0; name && m < sizeof(marks) / sizeof(marks[0]); m++)
+			if (!strncmp(name, marks[m], strlen(marks[m])))
+				return true;
+	}
+	return false;
+}
+
+static const char *state_frame(__u32 state, char *buf, size_t len)
+{
+	switch (state) {
+	case STATE_PREEMPTED:
+		return "[R preempted]";
+	case 1:
+		return "[S sleeping]";
+	case 2:
+		return "[D uninterruptible]";
+	case 4:
+		return "[T stopped]";
+	case 8:
+		return "[t traced]";
+	default:
+		snprintf(buf, len, "[state 0x%x]", state);
+		return buf;
+	}
+}
+
+static char *fold(const struct entry *e, int fd, struct syms *syms, const struct ksyms *ksyms)
+{
+	const struct offwake_key *k = &e->key;
+	struct strbuf b = {};
+	char buf[32];
+
+	frame(&b, e->val.comm[0] ? e->val.comm : "?");
+	frame(&b, state_frame(k->state, buf, sizeof(buf)));
+	add_stack(&b, fd, k->user_stack_id, true, true, syms, ksyms, k->tgid);
+	add_stack(&b, fd, k->kern_stack_id, false, true, syms, ksyms, k->tgid);
+	frame(&b, "--");
+	if (k->state == STATE_PREEMPTED) {
+		frame(&b, "[runnable: no wake-up]");
+	} else if (!k->waker_tid && !e->val.waker_comm[0]) {
+		frame(&b, "[waker not seen]");
+	} else {
+		const char *comm = e->val.waker_comm[0] ? e->val.waker_comm : "?";
+		char irq[TASK_COMM_LEN + 32];
+
+		add_stack(&b, fd, k->waker_kern_stack_id, false, false, syms, ksyms, k->waker_tgid);
+		/* In an interrupt the user stack is the interrupted task's: left out. */
+		if (in_interrupt(fd, k->waker_kern_stack_id, ksyms)) {
+			snprintf(irq, sizeof(irq), "[interrupt] in %s", comm);
+			frame(&b, irq);
+		} else {
+			add_stack(&b, fd, k->waker_user_stack_id, true, false, syms, ksyms,
+				  k->waker_tgid);
+			frame(&b, comm);
+		}
+	}
+	return b.s;
+}
+
+static int cmp_folded(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	if (x->key.tgid != y->key.tgid)
+		return x->key.tgid < y->key.tgid ? -1 : 1;
+	return strcmp(x->folded, y->folded);
+}
+
+static int cmp_ns_desc(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	if (x->val.blocked_ns != y->val.blocked_ns)
+		return x->val.blocked_ns > y->val.blocked_ns ? -1 : 1;
+	return strcmp(x->folded, y->folded);
+}
+
+static void write_result(struct json *j, const struct env *env, struct offwake_bpf *skel,
+			 const struct window *win, struct result *r)
+{
+	__u64 blocked = 0, blocks = 0, woken = 0, preempted = 0, unknown = 0;
+	size_t i, n = 0;
+
+	/* One line per process and folded stack (threads of a name merge). */
+	sort_array(r->entries, r->n, sizeof(*r->entries), cmp_folded);
+	for (i = 0; i < r->n; i++) {
+		struct entry *e = &r->entries[i];
+
+		blocked += e->val.blocked_ns;
+		blocks += e->val.count;
+		if (e->key.state == STATE_PREEMPTED)
+			preempted += e->val.blocked_ns;
+		else if (e->key.waker_tid || e->val.waker_comm[0])
+			woken += e->val.blocked_ns;
+		else
+			unknown += e->val.blocked_ns;
+		if (n && !cmp_folded(&r->entries[n - 1], e)) {
+			r->entries[n - 1].val.blocked_ns += e->val.blocked_ns;
+			r->entries[n - 1].val.count += e->val.count;
+			free(e->folded);
+			continue;
+		}
+		r->entries[n++] = *e;
+	}
+	r->n = n;
+	sort_array(r->entries, r->n, sizeof(*r->entries), cmp_ns_desc);
+
+	json_begin_object(j);
+	json_kv_string(j, "probe", "offwake");
+	json_kv_string(j, "attach", "tp_btf");
+	json_key(j, "pids");
+	json_begin_array(j);
+	for (i = 0; i < (size_t)env->npids; i++)
+		json_u64(j, env->pids[i]);
+	json_end_array(j);
+	json_kv_u64(j, "window_ns", win->total_ns);
+	json_kv_u64(j, "lost_events", skel->bss->lost_events + prog_misses(skel->obj));
+	json_key(j, "lost_stacks");
+	json_begin_object(j);
+	json_kv_u64(j, "collisions", skel->bss->stack_collisions);
+	json_kv_u64(j, "errors", skel->bss->stack_errors);
+	json_end_object(j);
+	json_key(j, "stacks");
+	json_begin_array(j);
+	for (i = 0; i < r->n; i++) {
+		json_begin_object(j);
+		json_kv_u64(j, "pid", r->entries[i].key.tgid);
+		json_kv_string(j, "folded", r->entries[i].folded);
+		json_kv_u64(j, "blocked_ns", r->entries[i].val.blocked_ns);
+		json_kv_u64(j, "count", r->entries[i].val.count);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_key(j, "totals");
+	json_begin_object(j);
+	json_kv_u64(j, "blocked_ns", blocked);
+	json_kv_u64(j, "blocks", blocks);
+	json_kv_u64(j, "woken_ns", woken);
+	json_kv_u64(j, "preempted_ns", preempted);
+	json_kv_u64(j, "waker_unseen_ns", unknown);
+	json_kv_u64(j, "lost_stacks", skel->bss->stack_collisions + skel->bss->stack_errors);
+	json_end_object(j);
+	write_prog_stats(j, env, skel->obj);
+	json_end_object(j);
+}
+
+int main(int argc, char **argv)
+{
+	struct offwake_bpf *skel;
+	struct ksyms *ksyms;
+	struct result r = {};
+	struct window w = {};
+	struct ctx c = {};
+	struct json j;
+	struct env env;
+	size_t i;
+	int err, fd;
+
+	parse_args(argc, argv, "offwake", 0, &env);
+	setup(&env);
+	if (env.attach == ATTACH_RAW_TP)
+		unavailable("offwake attaches with tp_btf only");
+	if (!probe_tp_btf("sched_switch") || !probe_tp_btf("sched_waking"))
+		unavailable("the kernel cannot attach tp_btf programs to sched_switch/sched_waking");
+
+	skel = offwake_bpf__open();
+	if (!skel)
+		unavailable("cannot open the BPF object: %s", strerror(errno));
+	skel->rodata->has_prev_state_arg = tp_nargs("sched_switch") >= 4;
+	err = offwake_bpf__load(skel);
+	if (err)
+		unavailable("cannot load the BPF programs: %s", strerror(-err));
+	for (i = 0; i < (size_t)env.npids; i++)
+		targets_add(skel->bss->targets, env.pids[i]);
+	err = offwake_bpf__attach(skel);
+	if (err)
+		unavailable("cannot attach the BPF programs: %s", strerror(-err));
+
+	c.skel = skel;
+	c.env = &env;
+	c.syms = syms_new();
+	w.enabled = &skel->bss->enabled;
+	w.start_ns = &skel->bss->window_start_ns;
+	w.on_close = snapshot_all;
+	w.ctx = &c;
+	run_window(&w, &env);
+	offwake_bpf__detach(skel);
+	snapshot_all(&c);
+
+	ksyms = ksyms_load();
+	fd = bpf_map__fd(skel->maps.stacks);
+	for_each_entry(bpf_map__fd(skel->maps.info), sizeof(struct offwake_key),
+		       sizeof(struct offwake_val), add_entry, &r);
+	for (i = 0; i < r.n; i++)
+		r.entries[i].folded = fold(&r.entries[i], fd, c.syms, ksyms);
+
+	json_init(&j, output_file());
+	write_result(&j, &env, skel, &w, &r);
+	finish_output(output_file());
+
+	for (i = 0; i < r.n; i++)
+		free(r.entries[i].folded);
+	free(r.entries);
+	free(c.seen);
+	ksyms_free(ksyms);
+	syms_free(c.syms);
+	offwake_bpf__destroy(skel);
+	return 0;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef OFFWAKE_H
+#define OFFWAKE_H
+
+#include "shared.h"
+
+/* Max stack depth walked (perf's default kernel.perf_event_max_stack). */
+#define MAX_STACK_DEPTH 127
+
+/* The task state a blocked interval is recorded with: the low bits of
+ * prev_state (TASK_INTERRUPTIBLE 1, TASK_UNINTERRUPTIBLE 2, ...), or
+ * STATE_PREEMPTED for a task switched out while runnable (no waker then). */
+#define STATE_PREEMPTED 0xffffffffU
+
+/* As offwaketime's key: the blocked thread and its stacks at the switch-out,
+ * the thread that woke it (waker_tid 0: none seen) and its stacks at
+ * sched_waking. A stack id < 0 is the negated error of bpf_get_stackid(). */
+struct offwake_key {
+	__u32 tgid;
+	__u32 tid;
+	__u32 waker_tgid;
+	__u32 waker_tid;
+	__s32 user_stack_id;
+	__s32 kern_stack_id;
+	__s32 waker_user_stack_id;
+	__s32 waker_kern_stack_id;
+	__u32 state;
+	__u32 pad;
+};
+
+struct offwake_val {
+	__u64 blocked_ns; /* in the window */
+	__u64 count;
+	char comm[TASK_COMM_LEN];
+	char waker_comm[TASK_COMM_LEN];
+};
+
+#endif /* OFFWAKE_H */

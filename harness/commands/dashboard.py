@@ -1,0 +1,37 @@
+"""`harness dashboard`: the static site of the history (opens from file://, no network)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.commands.history import DB_HELP
+from harness.commands.parsing import FORMATTER, Commands, help_text
+from harness.dashboard.site import build_site
+from harness.history.db import connect
+from harness.paths import results_root
+
+
+def add_parser(commands: Commands) -> None:
+    p = commands.add_parser(
+        "dashboard",
+        help="write the history's static dashboard (default: results/dashboard/)",
+        formatter_class=FORMATTER,
+        description=help_text("""
+            Write the dashboard of the history database: an overview with the events to
+            triage, per suite a grid of strategy x parameters, per series a trend chart with
+            its change points, per machine its runs, and a compare view of any two runs. The
+            site opens from file:// without a network; open OUT/index.html.
+            """),
+    )
+    p.add_argument("--out", type=Path, metavar="DIR", help="default: results/dashboard")
+    p.add_argument("--db", metavar="URL", help=DB_HELP)
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    out = args.out or results_root() / "dashboard"
+    with connect(args.db).connect() as conn:
+        pages = build_site(conn, out)
+    print(f"dashboard: {out / 'index.html'} ({pages} pages)")
+    return 0

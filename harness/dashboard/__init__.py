@@ -1,0 +1,1 @@
+"""The static dashboard of the results history (`harness dashboard`)."""

@@ -1,0 +1,102 @@
+"""The history as the dashboard reads it: one pass over the database into plain records."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from harness.history import queries
+from harness.history.schema import artifacts, machines, points, runs, series
+
+
+@dataclass
+class Run:
+    pk: int
+    run_id: str
+    suite: str
+    machine_id: int
+    status: str
+    started_at: str
+    git_commit: str | None
+    kernel: str | None
+    baseline: str | None
+    run_dir: str
+    report: str | None
+    files: list[tuple[str, str | None, str]] = field(default_factory=list)
+
+
+@dataclass
+class Series:
+    id: int
+    machine_id: int
+    suite: str
+    strategy: str
+    scenario: str
+    params: dict[str, Any]
+    metric: str
+    unit: str | None
+    better: str | None
+    points: list[tuple[int, float, float | None, float | None]] = field(default_factory=list)
+    """(run pk, median, interval low, high), oldest run first."""
+
+
+@dataclass
+class History:
+    machines: dict[int, dict[str, Any]]
+    runs: dict[int, Run]
+    series: dict[int, Series]
+    changes: list[dict[str, Any]]
+
+
+def load(conn: Connection) -> History:
+    machine_rows = {
+        row.id: {"hostname": row.hostname, "fingerprint": row.fingerprint, "keys": row.keys}
+        for row in conn.execute(select(machines))
+    }
+    run_rows = {
+        row.id: Run(
+            row.id,
+            row.run_id,
+            row.suite,
+            row.machine_id,
+            row.status,
+            row.started_at,
+            row.git_commit,
+            row.kernel,
+            row.baseline,
+            row.run_dir,
+            row.report,
+        )
+        for row in conn.execute(select(runs).order_by(runs.c.started_at, runs.c.run_id))
+    }
+    for row in conn.execute(select(artifacts).order_by(artifacts.c.id)):
+        run_rows[row.run_id].files.append((row.kind, row.cell, row.path))
+    all_series = {
+        row.id: Series(
+            row.id,
+            row.machine_id,
+            row.suite,
+            row.strategy,
+            row.scenario,
+            json.loads(row.params),
+            row.metric,
+            row.unit,
+            row.better,
+        )
+        for row in conn.execute(select(series).order_by(series.c.id))
+    }
+    order = {pk: i for i, pk in enumerate(run_rows)}
+    by_series: dict[int, list[tuple[int, float, float | None, float | None]]] = defaultdict(list)
+    query = select(
+        points.c.series_id, points.c.run_id, points.c.median, points.c.ci_low, points.c.ci_high
+    )
+    for series_id, run_id, median, low, high in conn.execute(query):
+        by_series[series_id].append((run_id, median, low, high))
+    for series_id, found in by_series.items():
+        all_series[series_id].points = sorted(found, key=lambda p: order[p[0]])
+    changes = queries.changes(conn, ("regression", "improvement", "change"))
+    return History(machine_rows, run_rows, all_series, changes)

@@ -1,0 +1,126 @@
+"""Change points of one series: the newest runs against the previous good run (Mann-Whitney U
+on the repeats), and retrospective E-Divisive means over the whole history.
+
+A change must exceed the series' noise floor: max(1%, Q3 + 3 x IQR of the absolute
+run-to-run relative changes of the medians over the last 30 runs), as rustc-perf sets its
+significance threshold. E-Divisive judges a run once `CONFIRM_RUNS` runs follow it; until
+then the newest-run test speaks for it, so a regression alarms the night it lands and is
+confirmed or withdrawn by the nights after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from harness.history import edivisive
+from harness.stats import mann_whitney_p
+
+ALPHA = 0.01
+MIN_NOISE = 0.01
+NOISE_RUNS = 30
+CONFIRM_RUNS = 3
+
+Method = str  # "newest" | "edivisive"
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """One run's figures in a series."""
+
+    median: float
+    samples: Sequence[float]
+
+
+@dataclass(frozen=True)
+class Change:
+    index: int
+    """The first run at the new level (position in the series)."""
+    method: Method
+    before: float
+    after: float
+    noise: float
+    p_value: float
+
+    @property
+    def change(self) -> float:
+        return self.after / self.before - 1 if self.before else 0.0
+
+
+def noise_floor(medians: NDArray[np.float64], end: int) -> float:
+    """The noise floor at position `end` (exclusive): from the NOISE_RUNS runs before it, or
+    while fewer precede it, from the series' first NOISE_RUNS + 1 runs (an early change is
+    not judged against a noise measured on two or three runs)."""
+    stop = max(end, min(NOISE_RUNS + 1, medians.size))
+    window = medians[max(0, stop - NOISE_RUNS - 1) : stop]
+    previous, current = window[:-1], window[1:]
+    ok = previous != 0
+    changes = np.abs(current[ok] / previous[ok] - 1)
+    if changes.size < 4:
+        return MIN_NOISE
+    q1, q3 = np.percentile(changes, [25, 75])
+    return max(MIN_NOISE, float(q3 + 3 * (q3 - q1)))
+
+
+def newest_changes(runs: Sequence[RunFigures], first: int) -> list[Change]:
+    """Each run from position `first` on against the previous good run (the last one before it
+    that is not itself a change): Mann-Whitney U at ALPHA on the repeats and a change of the
+    median above the noise floor."""
+    medians = np.array([run.median for run in runs], dtype=float)
+    found: list[Change] = []
+    good = first - 1
+    for index in range(max(first, 1), len(runs)):
+        if good < 0:
+            good = index
+            continue
+        base, new = runs[good], runs[index]
+        noise = noise_floor(medians, good + 1)
+        if base.median == 0 or abs(new.median / base.median - 1) <= noise:
+            good = index
+            continue
+        if len(base.samples) < 2 or len(new.samples) < 2:
+            good = index
+            continue
+        p = mann_whitney_p(base.samples, new.samples)
+        if p >= ALPHA:
+            good = index
+            continue
+        found.append(Change(index, "newest", base.median, new.median, noise, p))
+    return found
+
+
+def retrospective_changes(runs: Sequence[RunFigures]) -> list[Change]:
+    """E-Divisive change points with at least CONFIRM_RUNS runs after them whose shift
+    exceeds the noise floor.
+
+    A drift shows as a staircase: E-Divisive splits it into steps that are each below the
+    floor. Consecutive steps in one direction therefore add up from the level before the
+    first one, and the step at which the sum exceeds the floor is the change point.
+    """
+    medians = np.array([run.median for run in runs], dtype=float)
+    found = []
+    anchor: tuple[float, float, bool] | None = None  # level before, floor there, rising
+    for split in edivisive.change_points(medians):
+        if split.index > len(runs) - CONFIRM_RUNS or split.mean_before == 0:
+            continue
+        rising = split.mean_after > split.mean_before
+        if anchor is None or anchor[2] != rising:
+            anchor = (split.mean_before, noise_floor(medians, split.index), rising)
+        level, noise, _ = anchor
+        if abs(split.mean_after / level - 1) > noise:
+            found.append(
+                Change(split.index, "edivisive", level, split.mean_after, noise, split.p_value)
+            )
+            anchor = None
+    return found
+
+
+def series_changes(runs: Sequence[RunFigures]) -> list[Change]:
+    """The series' change points: E-Divisive over the runs it can judge, the newest-run test
+    over the last CONFIRM_RUNS runs (those after the last E-Divisive point)."""
+    settled = retrospective_changes(runs)
+    first_open = max(len(runs) - CONFIRM_RUNS, settled[-1].index + 1 if settled else 0)
+    return settled + newest_changes(runs, first_open)

@@ -1,0 +1,147 @@
+"""E-Divisive means change points as Apache Otava (formerly DataStax hunter) finds them.
+
+Fleming et al., "Hunter: Using Change Point Detection to Hunt for Performance Regressions"
+(ICPE 2023), on Matteson & James's E-Divisive: instead of permutation tests, each candidate
+split is tested with Student's t-test, in two steps:
+
+1. Split: windows of `window` points sliding by half a window; in each, bisect recursively
+   at the point that maximises the energy statistic Q while the split's t-test gives
+   p <= 10 x max_p ("weak" change points); the union of all windows' points.
+2. Merge: with the weak points' t-tests recomputed between their neighbours, drop the one
+   with the largest p while any has p >= max_p, recomputing its neighbours each time.
+
+Deterministic (no permutations). Indexes are of the first point at the new level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import ttest_ind_from_stats
+
+WINDOW = 50
+MAX_P = 0.001
+
+
+@dataclass(frozen=True)
+class Split:
+    index: int
+    """First point of the right segment."""
+    p_value: float
+    mean_before: float
+    mean_after: float
+
+
+def best_split(x: NDArray[np.float64]) -> tuple[int, float]:
+    """(τ, Q): the split of x into x[:τ], x[τ:κ] that maximises Matteson & James's Q over
+    every τ < κ <= len(x); τ is relative to x."""
+    size = x.size
+    distances = np.abs(x[:, None] - x[None, :])
+    prefix = np.zeros((size + 1, size + 1))
+    prefix[1:, 1:] = distances.cumsum(axis=0).cumsum(axis=1)
+    tau, kappa = np.meshgrid(np.arange(1, size), np.arange(2, size + 1), indexing="ij")
+    valid = kappa > tau
+    # prefix[a, b] = sum of distances[:a, :b]; symmetric, as the distances are.
+    corner = prefix[tau, kappa]
+    diagonal = np.diag(prefix)
+    to_tau, to_kappa = diagonal[tau], diagonal[kappa]
+    between = corner - to_tau  # distances[:τ, τ:κ]
+    within_left = to_tau / 2  # pairs inside [:τ]
+    within_right = (to_kappa - 2 * corner + to_tau) / 2  # pairs inside [τ:κ]
+    n = tau.astype(float)
+    m = (kappa - tau).astype(float)
+    total = n + m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        left_term = np.where(n > 1, 2 * m / (total * (n - 1)) * within_left, 0.0)
+        right_term = np.where(m > 1, 2 * n / (total * (m - 1)) * within_right, 0.0)
+        q = 2 / total * between - left_term - right_term
+    q = np.where(valid, q, -np.inf)
+    i, j = np.unravel_index(int(np.argmax(q)), q.shape)
+    return int(tau[i, j]), float(q[i, j])
+
+
+def t_test(left: NDArray[np.float64], right: NDArray[np.float64]) -> float:
+    """Two-sided Student's t-test p from the segments' means and (population) deviations, as
+    Otava computes it; 1 when it cannot say."""
+    if left.size + right.size <= 2:
+        return 1.0
+    std_left = float(np.std(left)) if left.size >= 2 else 0.0
+    std_right = float(np.std(right)) if right.size >= 2 else 0.0
+    _, p = ttest_ind_from_stats(
+        float(np.mean(left)), std_left, left.size, float(np.mean(right)), std_right, right.size
+    )
+    p = float(p)
+    return 1.0 if np.isnan(p) else p
+
+
+def _bounds(indexes: list[int], size: int) -> list[tuple[int, int]]:
+    edges = [0, *indexes, size]
+    return [(a, b) for a, b in pairwise(edges) if a != b]
+
+
+def _window_splits(x: NDArray[np.float64], max_p: float) -> list[int]:
+    """Recursive bisection of one window: the indexes whose t-test passes max_p."""
+    found: list[int] = []
+    while True:
+        best: tuple[float, int, int, int] | None = None
+        for start, stop in _bounds(found, x.size):
+            if stop - start < 2:
+                continue
+            tau, q = best_split(x[start:stop])
+            if best is None or q > best[0]:
+                best = (q, start + tau, start, stop)
+        if best is None:
+            return found
+        _, index, start, stop = best
+        if t_test(x[start:index], x[index:stop]) > max_p:
+            return found
+        found = sorted([*found, index])
+
+
+def _stats(x: NDArray[np.float64], indexes: list[int], k: int) -> Split:
+    index = indexes[k]
+    start = indexes[k - 1] if k > 0 else 0
+    stop = indexes[k + 1] if k + 1 < len(indexes) else x.size
+    left, right = x[start:index], x[index:stop]
+    return Split(index, t_test(left, right), float(np.mean(left)), float(np.mean(right)))
+
+
+def _magnitude(split: Split) -> float:
+    if split.mean_before == 0 or split.mean_after == 0:
+        return 0.0
+    return max(
+        abs(split.mean_after / split.mean_before - 1), abs(split.mean_before / split.mean_after - 1)
+    )
+
+
+def change_points(
+    values: NDArray[np.float64], window: int = WINDOW, max_p: float = MAX_P
+) -> list[Split]:
+    """The change points of `values` (ordered), each with its t-test between its neighbours."""
+    x = np.asarray(values, dtype=float)
+    weak_p = max_p * 10 if max_p < 0.05 else (max_p * 2 if max_p < 0.5 else max_p)
+    weak: set[int] = set()
+    step = window // 2
+    start = 0
+    while start < x.size:
+        stop = min(start + window, x.size)
+        found = [start + i for i in _window_splits(x[start:stop], weak_p)]
+        weak.update(found)
+        start = max(found[-1] if found else 0, start + step)
+    indexes = sorted(weak)
+    splits = [_stats(x, indexes, k) for k in range(len(indexes))]
+    while splits:
+        weakest = max(range(len(splits)), key=lambda k: splits[k].p_value)
+        if splits[weakest].p_value < max_p:
+            weakest = min(range(len(splits)), key=lambda k: _magnitude(splits[k]))
+            if _magnitude(splits[weakest]) > 0:
+                return splits
+        del indexes[weakest]
+        del splits[weakest]
+        for k in (weakest - 1, weakest):
+            if 0 <= k < len(splits):
+                splits[k] = _stats(x, indexes, k)
+    return splits

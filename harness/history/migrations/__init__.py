@@ -1,0 +1,1 @@
+"""Alembic migrations of the history database (harness/history/db.py runs them)."""

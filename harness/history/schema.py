@@ -1,0 +1,161 @@
+"""The history database's tables (SQLAlchemy Core), one schema for SQLite and PostgreSQL.
+
+Alembic's migrations in harness/history/migrations create and change them; this module is
+what the code reads and writes through, and a test keeps the two equal.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    false,
+)
+
+metadata = MetaData()
+
+machines = Table(
+    "machines",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("fingerprint", String(64), nullable=False, unique=True),
+    Column("hostname", String(255)),
+    # The canonical JSON of the keys that were hashed, so that a fingerprint can be audited.
+    Column("keys", Text, nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", String(128), nullable=False, unique=True),
+    Column("suite", String(255), nullable=False),
+    Column("machine_id", Integer, ForeignKey("machines.id"), nullable=False),
+    Column("git_commit", String(64)),
+    Column("git_dirty", Boolean),
+    Column("started_at", String(32), nullable=False),
+    Column("finished_at", String(32)),
+    Column("status", String(16), nullable=False),
+    # The strategy the run compared the others with (config.baseline).
+    Column("baseline", String(255)),
+    Column("kernel", String(255)),
+    # JSON object tool -> version (rustc, go), when run.json records it.
+    Column("toolchains", Text),
+    Column("run_dir", Text, nullable=False),
+    Column("report", Text),
+    # sha256 of run.json: importing the same file again changes nothing.
+    Column("doc_sha256", String(64), nullable=False),
+    Column("imported_at", String(32), nullable=False),
+    # False from import until the detection has seen the run (harness/history/events.py): a
+    # detection interrupted after an import runs again at the next one.
+    Column("detected", Boolean, nullable=False, server_default=false()),
+    Index("runs_machine_suite_started", "machine_id", "suite", "started_at"),
+)
+
+series = Table(
+    "series",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("machine_id", Integer, ForeignKey("machines.id"), nullable=False),
+    Column("suite", String(255), nullable=False),
+    Column("strategy", String(255), nullable=False),
+    Column("scenario", String(255), nullable=False),
+    # Canonical JSON (sorted keys) of the cell's parameters.
+    Column("params", Text, nullable=False),
+    Column("metric", String(255), nullable=False),
+    Column("unit", String(64)),
+    # `higher`, `lower` or null (no direction: changes are shown, never regressions).
+    Column("better", String(16)),
+    UniqueConstraint("machine_id", "suite", "strategy", "scenario", "params", "metric"),
+)
+
+points = Table(
+    "points",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("series_id", Integer, ForeignKey("series.id"), nullable=False),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("median", Float, nullable=False),
+    Column("ci_low", Float),
+    Column("ci_high", Float),
+    Column("n", Integer, nullable=False),
+    UniqueConstraint("series_id", "run_id"),
+    Index("points_run", "run_id"),
+)
+
+samples = Table(
+    "samples",
+    metadata,
+    Column("point_id", Integer, ForeignKey("points.id", ondelete="CASCADE"), primary_key=True),
+    Column("repeat", Integer, primary_key=True),
+    Column("value", Float, nullable=False),
+)
+
+artifacts = Table(
+    "artifacts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    # `report`, `summary`, `flame`, `diff_flame`, `offcpu_flame`, `wakeup_flame`, `plot`.
+    Column("kind", String(32), nullable=False),
+    # The cell the file belongs to, as canonical JSON [strategy, scenario, params] (what
+    # series are keyed by); null for the run's own files.
+    Column("cell", Text),
+    # Relative to the run directory.
+    Column("path", Text, nullable=False),
+    Index("artifacts_run", "run_id"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    # The first run at the new level; one event per run groups its change points.
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("score", Float, nullable=False),
+    # What else changed at this run (kernel, CPU model, toolchain): a JSON list of lines.
+    Column("annotations", Text, nullable=False),
+    UniqueConstraint("run_id"),
+)
+
+change_points = Table(
+    "change_points",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("series_id", Integer, ForeignKey("series.id"), nullable=False),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("event_id", Integer, ForeignKey("events.id", ondelete="CASCADE"), nullable=False),
+    # `newest` (the newest run against the previous good one) or `edivisive` (retrospective).
+    Column("method", String(16), nullable=False),
+    Column("before", Float, nullable=False),
+    Column("after", Float, nullable=False),
+    # after / before - 1.
+    Column("change", Float, nullable=False),
+    Column("noise", Float, nullable=False),
+    Column("p_value", Float, nullable=False),
+    # `regression`, `improvement` or `change` (a metric without direction).
+    Column("kind", String(16), nullable=False),
+    UniqueConstraint("series_id", "run_id"),
+    Index("change_points_event", "event_id"),
+)
+
+acknowledgements = Table(
+    "acknowledgements",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    # By run, not by event row: an event recomputed after a later import stays acknowledged.
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("acknowledged_at", String(32), nullable=False),
+    Column("acknowledged_by", String(255)),
+    UniqueConstraint("run_id"),
+)

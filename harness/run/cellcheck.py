@@ -1,0 +1,41 @@
+"""`<bin> check` of every cell of a plan (docs/workload-contract.md): bad input that only the
+workload can see stops the run before the lock is taken or a run directory is created."""
+
+from __future__ import annotations
+
+import subprocess
+
+from harness.describe import DESCRIBE_TIMEOUT_S, DescribeError
+from harness.errors import BadInput
+from harness.run.plan import Plan
+from harness.run.runner import repeat_args
+
+
+def check_cells(plan: Plan) -> None:
+    """BadInput with the workload's own line for the first cell it rejects (exit 2);
+    DescribeError when `check` itself breaks the contract."""
+    binary = plan.suite.binary
+    for index, cell in enumerate(plan.cells):
+        args = repeat_args(plan, index)
+        command = f"`{binary.name} check`"
+        try:
+            done = subprocess.run(
+                [str(binary), "check", *args],
+                cwd=plan.suite.folder,
+                capture_output=True,
+                text=True,
+                timeout=DESCRIBE_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as err:
+            raise DescribeError(f"{command} did not finish in {DESCRIBE_TIMEOUT_S} s") from err
+        except OSError as err:
+            raise DescribeError(f"{command} could not start: {err.strerror}") from err
+        last = (done.stderr.strip().splitlines() or ["no message on stderr"])[-1].strip()
+        if done.returncode == 2:
+            line = last.removeprefix("error:").strip()
+            raise BadInput(f"suite '{plan.suite.name}', cell {cell.label}: {line}")
+        if done.returncode != 0:
+            raise DescribeError(
+                f"{command} of cell {cell.label} exited with code {done.returncode}: {last}"
+            )

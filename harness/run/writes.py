@@ -1,0 +1,53 @@
+"""Honest writes: a write error is one line naming the path and the error (exit 1), and the
+run directory keeps room to say `failed` even on a full disk."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+RESERVE_NAME = ".harness-reserve"
+RESERVE_BYTES = 256 * 1024  # room for the failed run.json: freed just before it is written
+
+
+class WriteFailed(HarnessError):
+    """A file of the run could not be written: disk full, folder gone, read-only..."""
+
+
+def write_failed(err: OSError, path: Path | None = None) -> WriteFailed:
+    """`cannot write PATH: the error`, the path from the error where it names one."""
+    where = path if path is not None else (err.filename or "a file")
+    return WriteFailed(f"cannot write {where}: {err.strerror or err}")
+
+
+def make_reserve(run_dir: Path) -> None:
+    """Claim RESERVE_BYTES of the run directory's filesystem (released by release_reserve)."""
+    path = run_dir / RESERVE_NAME
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError as err:
+        raise write_failed(err, path) from err
+    try:
+        os.posix_fallocate(fd, 0, RESERVE_BYTES)
+    except OSError as err:
+        path.unlink(missing_ok=True)
+        raise write_failed(err, path) from err
+    finally:
+        os.close(fd)
+
+
+def release_reserve(run_dir: Path) -> None:
+    with contextlib.suppress(OSError):
+        (run_dir / RESERVE_NAME).unlink()
+
+
+def overwrite(path: Path, data: str) -> None:
+    """The last resort of a full disk, where a new file beside the old one does not fit:
+    truncate the old file (its blocks come free) and write the new text in its place."""
+    with path.open("w") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())

@@ -1,0 +1,202 @@
+"""The history database on SQLite and on a real PostgreSQL server: import (idempotent,
+atomic, refusing bad files), regressions at the right run, acknowledgements, export; both
+backends report the same regressions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from historydb import create_database, postgres_server
+from historyruns import write_night
+from sqlalchemy import func, select
+
+from harness import cli
+from harness.history import events, importer
+from harness.history.db import connect
+from harness.history.schema import metadata, points, runs
+
+pytestmark = pytest.mark.unit
+
+STEP_NIGHT = 12
+NIGHTS = 16
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'history.sqlite'}"
+    base: str = request.getfixturevalue("postgres")
+    return create_database(base, f"t_{abs(hash(str(tmp_path))) % 10**9}")
+
+
+def stepped_history(root: Path) -> list[Path]:
+    """16 nights; at night 12 tokio-timeout drops 10% and the kernel changes."""
+    rng = np.random.default_rng(7)
+    dirs = []
+    for night in range(NIGHTS):
+        drop = 0.9 if night >= STEP_NIGHT else 1.0
+        levels = {("none", 64): 1000.0, ("tokio-timeout", 64): 2000.0 * drop}
+        kernel = "6.9.0" if night >= STEP_NIGHT else "6.8.0"
+        dirs.append(write_night(root, night, levels, rng, kernel=kernel))
+    return dirs
+
+
+def harness(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def regressions(db_url: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[Any]]:
+    code, out, _ = harness(["history", "regressions", "--json", "--db", db_url], capsys)
+    return code, json.loads(out)
+
+
+def test_a_step_is_reported_at_its_run_and_acknowledged(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dirs = stepped_history(tmp_path / "runs")
+    code, out, _ = harness(["history", "import", "--db", db_url, *map(str, dirs)], capsys)
+    assert code == 0 and f"{NIGHTS} imported" in out
+    code, found = regressions(db_url, capsys)
+    assert code == 1
+    assert len(found) == 1
+    (regression,) = found
+    assert regression["strategy"] == "tokio-timeout"
+    assert regression["params"] == {"concurrency": 64}
+    assert regression["metric"] == "ops_per_sec"
+    assert regression["run_id"] == dirs[STEP_NIGHT].name
+    assert regression["change"] == pytest.approx(-0.1, abs=0.02)
+    assert regression["status"] == "open"
+    assert regression["annotations"] == ["kernel 6.8.0 -> 6.9.0"]
+    assert {"suite", "scenario", "before", "after"} <= set(regression)
+
+    code, out, _ = harness(
+        ["history", "ack", str(regression["event"]), "--reason", "expected", "--db", db_url],
+        capsys,
+    )
+    assert code == 0
+    assert regressions(db_url, capsys) == (0, [])
+    # A later import recomputes the events; the acknowledgement stays.
+    harness(["history", "import", "--db", db_url, str(dirs[-1])], capsys)
+    more = write_night(tmp_path / "runs", NIGHTS, {("none", 64): 1000.0}, np.random.default_rng(1))
+    harness(["history", "import", "--db", db_url, str(more)], capsys)
+    assert regressions(db_url, capsys)[0] == 0
+
+
+def test_sqlite_and_postgresql_agree(
+    tmp_path: Path, postgres: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dirs = stepped_history(tmp_path / "runs")
+    urls = [f"sqlite:///{tmp_path / 'h.sqlite'}", create_database(postgres, "agree")]
+    reports = []
+    for url in urls:
+        harness(["history", "import", "--db", url, *map(str, dirs)], capsys)
+        _, found = regressions(url, capsys)
+        reports.append(
+            [{k: v for k, v in r.items() if k not in ("id", "event", "series_id")} for r in found]
+        )
+    assert reports[0] == reports[1]
+    assert reports[0]
+
+
+def test_importing_twice_changes_nothing(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dirs = stepped_history(tmp_path / "runs")[:3]
+    harness(["history", "import", "--db", db_url, *map(str, dirs)], capsys)
+    code, out, _ = harness(["history", "import", "--db", db_url, *map(str, dirs)], capsys)
+    assert code == 0 and "0 imported, 0 updated, 3 unchanged, 0 still running, 0 refused" in out
+    with connect(db_url).connect() as conn:
+        assert conn.execute(select(func.count()).select_from(runs)).scalar() == 3
+        assert conn.execute(select(func.count()).select_from(points)).scalar() == 6
+
+
+def test_an_interrupted_import_leaves_nothing(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (first,) = stepped_history(tmp_path / "runs")[:1]
+
+    def interrupted(*args: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importer, "_write_artifacts", interrupted)
+    engine = connect(db_url)
+    with pytest.raises(KeyboardInterrupt):
+        importer.import_run(engine, first)
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(runs)).scalar() == 0
+        assert conn.execute(select(func.count()).select_from(points)).scalar() == 0
+    monkeypatch.undo()
+    assert importer.import_run(engine, first).outcome == "imported"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ('{"schema_version": 2, "cells": [', "not valid JSON"),
+        ('{"results": []}', "not a harness run.json"),
+        ('{"schema_version": 9, "cells": []}', "schema_version 9"),
+    ],
+)
+def test_a_truncated_or_foreign_run_json_is_refused_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, problem: str
+) -> None:
+    bad = tmp_path / "runs" / "bad"
+    bad.mkdir(parents=True)
+    (bad / "run.json").write_text(content)
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    code, _, err = harness(["history", "import", "--db", url, str(bad)], capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and problem in err
+
+
+def test_export_has_every_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dirs = stepped_history(tmp_path / "runs")[:2]
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    harness(["history", "import", "--db", url, *map(str, dirs)], capsys)
+    _, out, _ = harness(["history", "export", "--format", "jsonl", "--db", url], capsys)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 4 and rows[0]["params"] == {"concurrency": 64}
+    _, out, _ = harness(["history", "export", "--format", "csv", "--db", url], capsys)
+    assert (
+        out.splitlines()[0].startswith("run_id,started_at,machine") and len(out.splitlines()) == 5
+    )
+
+
+def test_migrations_create_exactly_the_schema(db_url: str) -> None:
+    engine = connect(db_url)
+    with engine.connect() as conn:
+        differences = compare_metadata(MigrationContext.configure(conn), metadata)
+    assert differences == []
+
+
+def test_a_detection_interrupted_after_the_import_runs_at_the_next_import(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dirs = stepped_history(tmp_path / "runs")
+
+    def interrupted(*args: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(events, "refresh", interrupted)
+    code, _, _ = harness(["history", "import", "--db", db_url, *map(str, dirs)], capsys)
+    assert code == 130
+    monkeypatch.undo()
+    code, out, _ = harness(["history", "import", "--db", db_url, *map(str, dirs)], capsys)
+    assert code == 0 and f"{NIGHTS} unchanged" in out
+    code, found = regressions(db_url, capsys)
+    assert code == 1 and [r["run_id"] for r in found] == [dirs[STEP_NIGHT].name]

@@ -1,0 +1,129 @@
+"""The tokenbucket suite through the harness: a short run of every strategy with a
+schema-valid run.json, the per-shard and rate-over-time plots, and bad input (also the
+combinations describe's ranges cannot express) refused with exit 2 before any run directory
+exists. No wall-clock rate is asserted: on a busy 2-core machine the figures are whatever
+the shards got; what holds by construction is checked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_harness, runs_dir
+from rundocs import schema_problems
+
+from harness.paths import REPO_ROOT
+from harness.suites import discover
+
+pytestmark = pytest.mark.e2e
+
+WORKLOADS = REPO_ROOT / "workloads"
+STRATEGIES = ("pure", "capped-release", "flow-monitor")
+
+
+@pytest.fixture
+def tb_env(harness_env: dict[str, str]) -> dict[str, str]:
+    if not discover(WORKLOADS)["tokenbucket"].built:
+        pytest.fail("the tokenbucket workload is not built: run `make deps`")
+    return {**harness_env, "HARNESS_WORKLOADS": str(WORKLOADS)}
+
+
+def test_every_strategy_runs_with_a_schema_valid_run_json_and_plots(
+    tb_env: dict[str, str],
+) -> None:
+    args = ["run", "tokenbucket", "--scenario", "sleeping-hog", "--param", "shards=2"]
+    args += ["--param", "series_ms=50", "--param", "pin=off"]
+    args += ["--duration-s", "0.5", "--warmup-s", "0.1"]
+    done = run_harness([*args, "--repeat", "1", "--probes", "none"], tb_env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = runs_dir(tb_env).iterdir()
+    doc: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
+    assert schema_problems(doc) == []
+    assert [c["strategy"] for c in doc["cells"]] == list(STRATEGIES)
+    for cell in doc["cells"]:
+        (repeat,) = cell["repeats"]
+        shards = repeat["shard_tokens"]
+        assert len(shards) == 2
+        assert repeat["shard_tokens_min"] == min(shards)
+        assert repeat["shard_tokens_max"] == max(shards)
+        # On a busy machine a shard can get no CPU for a whole short window: bound what the
+        # run got, do not expect a share.
+        fairness = repeat["shard_fairness"]
+        assert 0 <= fairness <= 1
+        if max(shards):
+            assert fairness == pytest.approx(min(shards) / max(shards))
+        assert repeat["tokens_per_sec"] == pytest.approx(sum(shards) / repeat["measured_s"])
+        assert repeat["rate_ratio"] == pytest.approx(repeat["tokens_per_sec"] / 1_000_000)
+        # Bounded by construction: the bucket holds at most limit (500) tokens and a
+        # replenish rounds rate x elapsed to the nearest token only once that is >= 1 (so at
+        # most doubles it); the counters are read up to a few ms off the window's ends.
+        window = repeat["measured_s"] + 0.05
+        assert sum(shards) <= 2 * 1_000_000 * window + 500
+        assert len(repeat["tokens_per_sec_series"]) >= 1
+        assert repeat["params"]["limit"] == 500
+        # Measured for every strategy (only flow-monitor charges grabs by it).
+        assert repeat["flow_ratio"]["max"] >= 1.0
+    for column in ("rate ratio", "tokens/s", "shard min", "shard max", "fairness", "vs pure"):
+        assert column in done.stdout
+    kinds = {p["kind"] for p in doc["plots"]}
+    assert kinds == {"shard_tokens", "rate"}
+    for plot in doc["plots"]:
+        assert (run_dir / plot["path"]).read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        (["rate=0"], "'rate'"),
+        (["shards=0"], "'shards'"),
+        (["limit=4", "threshold=5"], ">= threshold (5)"),
+        (["shards=4", "limit=3"], ">= shards (4)"),
+    ],
+)
+def test_bad_input_exits_2_before_any_run_directory(
+    tb_env: dict[str, str], params: list[str], named: str
+) -> None:
+    args = ["run", "tokenbucket", "--duration-s", "0.2"]
+    for p in params:
+        args += ["--param", p]
+    done = run_harness(args, tb_env)
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr
+    assert "valid" in done.stderr
+    assert not runs_dir(tb_env).exists() or not list(runs_dir(tb_env).iterdir())
+
+
+def test_an_unknown_scenario_exits_2_before_any_run_directory(tb_env: dict[str, str]) -> None:
+    done = run_harness(["run", "tokenbucket", "--scenario", "bursty"], tb_env)
+    assert done.returncode == 2
+    assert "valid: sleeping, yielding, sleeping-hog, yielding-hog" in done.stderr
+    assert not runs_dir(tb_env).exists() or not list(runs_dir(tb_env).iterdir())
+
+
+def test_the_binary_checks_without_running(tb_env: dict[str, str]) -> None:
+    suite = discover(WORKLOADS)["tokenbucket"]
+    check = [
+        str(suite.binary),
+        "check",
+        "--strategy",
+        "pure",
+        "--duration-s",
+        "1",
+        "--warmup-s",
+        "0",
+    ]
+    ok = subprocess.run(check, capture_output=True, text=True, timeout=60, check=False)
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run(
+        [*check, "--param", "limit=2", "--param", "threshold=3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert Path(suite.binary).exists()

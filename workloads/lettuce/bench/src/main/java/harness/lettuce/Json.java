@@ -1,0 +1,73 @@
+package harness.lettuce;
+
+import java.util.List;
+import java.util.Map;
+
+/** The little JSON this launcher writes: maps, lists, strings, numbers, booleans. */
+final class Json {
+    private Json() {}
+
+    static String write(Object value) {
+        StringBuilder out = new StringBuilder();
+        write(out, value);
+        return out.toString();
+    }
+
+    private static void write(StringBuilder out, Object value) {
+        if (value == null) {
+            out.append("null");
+        } else if (value instanceof String s) {
+            string(out, s);
+        } else if (value instanceof Double d) {
+            out.append(d.isNaN() || d.isInfinite() ? "null" : d.toString());
+        } else if (value instanceof Number || value instanceof Boolean) {
+            out.append(value);
+        } else if (value instanceof Map<?, ?> map) {
+            out.append('{');
+            boolean first = true;
+            for (Map.Entry<?, ?> e : map.entrySet()) {
+                if (!first) {
+                    out.append(',');
+                }
+                first = false;
+                string(out, String.valueOf(e.getKey()));
+                out.append(':');
+                write(out, e.getValue());
+            }
+            out.append('}');
+        } else if (value instanceof List<?> list) {
+            out.append('[');
+            for (int i = 0; i < list.size(); i++) {
+                if (i > 0) {
+                    out.append(',');
+                }
+                write(out, list.get(i));
+            }
+            out.append(']');
+        } else {
+            throw new IllegalArgumentException("not JSON: " + value.getClass());
+        }
+    }
+
+    private static void string(StringBuilder out, String s) {
+        out.append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"' -> out.append("\\\"");
+                case '\\' -> out.append("\\\\");
+                case '\n' -> out.append("\\n");
+                case '\r' -> out.append("\\r");
+                case '\t' -> out.append("\\t");
+                default -> {
+                    if (c < 0x20) {
+                        out.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        out.append(c);
+                    }
+                }
+            }
+        }
+        out.append('"');
+    }
+}

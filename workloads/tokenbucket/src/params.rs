@@ -1,0 +1,328 @@
+//! The suite's strategies, scenarios and parameters, and their typed, checked form.
+
+use std::time::Duration;
+
+use token_bucket::shared_token_bucket::MAX_RATE;
+
+use crate::param_values::{
+    find_scenario, resolve_values, BadInput, Kind, ParamSpec, Scenario, Value,
+};
+
+/// How the bucket is set up and fed back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Replenished by time, up to `limit` ahead of the grabbers.
+    Pure,
+    /// Replenished by time, but only up to the tokens released back (two buckets).
+    CappedRelease,
+    /// Pure, plus #1766's per-shard flow monitor raising request costs.
+    FlowMonitor,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 3] = [
+        Strategy::Pure,
+        Strategy::CappedRelease,
+        Strategy::FlowMonitor,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Pure => "pure",
+            Strategy::CappedRelease => "capped-release",
+            Strategy::FlowMonitor => "flow-monitor",
+        }
+    }
+
+    pub fn help(self) -> &'static str {
+        match self {
+            Strategy::Pure => {
+                "shared_token_bucket<capped_release::no>: replenished by time up to limit"
+            }
+            Strategy::CappedRelease => {
+                "shared_token_bucket<capped_release::yes>: replenished only up to the tokens released back (seastar before #1766)"
+            }
+            Strategy::FlowMonitor => {
+                "pure bucket + #1766's flow monitor: EMA of grabbed/released tokens raises each grab's cost above flow_threshold"
+            }
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<Strategy, BadInput> {
+        Strategy::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| {
+                BadInput(format!(
+                    "unknown strategy '{name}' (valid: {})",
+                    Strategy::ALL.map(Strategy::name).join(", ")
+                ))
+            })
+    }
+}
+
+/// How a worker waits for a deficiency to go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Timer sleep of `duration_for(deficiency)` (the perf test's `work_sleeping`).
+    Sleep,
+    /// Yield to the shard's other tasks and poll again (`work_yielding`).
+    Yield,
+}
+
+/// Every scenario, the default first.
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "sleeping",
+        help: "workers sleep duration_for(deficiency) when the bucket is empty (perf test sleeping_throughput)",
+        params: &[("wait", Value::Choice("sleep")), ("hog", Value::Choice("off"))],
+    },
+    Scenario {
+        name: "yielding",
+        help: "workers yield and poll the bucket again (perf test yielding_throughput)",
+        params: &[("wait", Value::Choice("yield")), ("hog", Value::Choice("off"))],
+    },
+    Scenario {
+        name: "sleeping-hog",
+        help: "sleeping workers, plus a CPU hog task per shard: sleep Exp(hog_rest_us), spin Exp(hog_busy_us) without yielding (perf test sleeping_throughput_with_hog)",
+        params: &[("wait", Value::Choice("sleep")), ("hog", Value::Choice("on"))],
+    },
+    Scenario {
+        name: "yielding-hog",
+        help: "yielding workers plus the CPU hog task per shard",
+        params: &[("wait", Value::Choice("yield")), ("hog", Value::Choice("on"))],
+    },
+];
+
+/// Number of logical CPUs, the default shard count.
+pub fn logical_cpus() -> i64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as i64)
+}
+
+/// The parameter specs, with machine-dependent defaults resolved.
+pub fn specs() -> Vec<ParamSpec> {
+    let int = |min, max| Kind::Int { min, max };
+    let float = |min, max| Kind::Float { min, max };
+    let spec = |name, kind, default, help| ParamSpec {
+        name,
+        kind,
+        default,
+        help,
+    };
+    let max_rate = MAX_RATE.min((1 << 53) - 1) as i64;
+    vec![
+        spec("shards", int(1, 1024), Value::Int(logical_cpus()),
+            "shards (threads, each a cooperative reactor) sharing the bucket; pinned one per CPU when there are enough (default: logical CPUs)"),
+        spec("rate", int(1, max_rate), Value::Int(1_000_000),
+            "bucket rate, tokens/s"),
+        spec("limit", int(0, max_rate), Value::Int(0),
+            "most tokens in the bucket (replenish_limit); 0 = rate/2000, the perf test's; the per-tick cap of a shard is limit/shards"),
+        spec("threshold", int(1, max_rate), Value::Int(1),
+            "replenish only once this many tokens accumulated (replenish_threshold); at most limit"),
+        spec("max_grab", int(1, 1_000_000), Value::Int(128),
+            "grab sizes are uniform in 1..=min(limit/shards, max_grab)"),
+        spec("release_period_us", int(1, 1_000_000), Value::Int(500),
+            "releaser period: each shard releases its share of the rate for the real time elapsed"),
+        spec("over_release", float(0.0, 1.0), Value::Float(0.0),
+            "release this fraction more than the rate's share (0.01 = #1766's 1% experiment)"),
+        spec("flow_threshold", float(0.0, 1000.0), Value::Float(1.1),
+            "flow-monitor: costs grow while the ratio exceeds this (seastar --io-flow-rate-threshold)"),
+        spec("flow_smoothing", float(0.0, 1.0), Value::Float(0.95),
+            "flow-monitor: EMA factor of the ratio (flow_ratio_ema_factor)"),
+        spec("flow_period_us", int(100, 60_000_000), Value::Int(75_000),
+            "flow-monitor: ratio update period (io_latency_goal 0.75 ms x averaging_decay_ticks 100)"),
+        spec("wait", Kind::Choice(&["sleep", "yield"]), Value::Choice("sleep"),
+            "how a worker waits for a deficiency: timer sleep of duration_for(deficiency), or yield"),
+        spec("hog", Kind::Choice(&["off", "on"]), Value::Choice("off"),
+            "a CPU hog task on every shard"),
+        spec("hog_busy_us", int(1, 1_000_000), Value::Int(300),
+            "hog: mean of the exponential busy spin (no yield)"),
+        spec("hog_rest_us", int(1, 1_000_000), Value::Int(100),
+            "hog: mean of the exponential sleep between spins"),
+        spec("pin", Kind::Choice(&["auto", "off"]), Value::Choice("auto"),
+            "auto: pin shard i to the i-th allowed CPU when there are at least as many CPUs as shards (as seastar pins reactors); off: let the kernel place them"),
+        spec("series_ms", int(10, 60_000), Value::Int(100),
+            "sampling period of tokens_per_sec_series"),
+        spec("seed", int(0, (1 << 53) - 1), Value::Int(1),
+            "seed of grab sizes and hog periods"),
+    ]
+}
+
+/// Fully resolved, typed and cross-checked parameters of one run.
+#[derive(Clone, Debug)]
+pub struct Params {
+    pub shards: usize,
+    pub rate: u64,
+    /// Resolved: never 0.
+    pub limit: u64,
+    pub threshold: u64,
+    pub max_grab: u64,
+    pub release_period: Duration,
+    pub over_release: f64,
+    pub flow_threshold: f64,
+    pub flow_smoothing: f64,
+    pub flow_period: Duration,
+    pub wait: Wait,
+    pub hog: bool,
+    pub hog_busy: Duration,
+    pub hog_rest: Duration,
+    pub pin: bool,
+    pub series: Duration,
+    pub seed: u64,
+    values: Vec<(&'static str, Value)>,
+}
+
+/// Looks a scenario up by name (`None` = the default scenario).
+pub fn scenario(name: Option<&str>) -> Result<&'static Scenario, BadInput> {
+    find_scenario(SCENARIOS, name)
+}
+
+/// Resolves and checks the parameters of a run.
+pub fn resolve(scenario: Option<&Scenario>, overrides: &[String]) -> Result<Params, BadInput> {
+    Params::from_values(resolve_values(&specs(), scenario, overrides)?)
+}
+
+impl Params {
+    fn from_values(mut values: Vec<(&'static str, Value)>) -> Result<Params, BadInput> {
+        let get = |values: &[(&'static str, Value)], name: &str| {
+            values
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| *v)
+                .expect("every spec has a value")
+        };
+        let int = |name: &str| match get(&values, name) {
+            Value::Int(v) => u64::try_from(v).expect("int params have min >= 0"),
+            other => unreachable!("parameter {name} is an int, got {other:?}"),
+        };
+        let float = |name: &str| match get(&values, name) {
+            Value::Float(v) => v,
+            other => unreachable!("parameter {name} is a float, got {other:?}"),
+        };
+        let choice = |name: &str| match get(&values, name) {
+            Value::Choice(v) => v,
+            other => unreachable!("parameter {name} is a choice, got {other:?}"),
+        };
+        let rate = int("rate");
+        let shards = int("shards");
+        let threshold = int("threshold");
+        let limit = match int("limit") {
+            0 => rate / 2000,
+            n => n,
+        };
+        if limit < threshold {
+            return Err(BadInput(format!(
+                "bad value '{limit}' for parameter 'limit' (valid: an integer >= threshold ({threshold}); 0 = rate/2000 = {})",
+                rate / 2000
+            )));
+        }
+        if limit < shards {
+            return Err(BadInput(format!(
+                "bad value '{limit}' for parameter 'limit' (valid: an integer >= shards ({shards}), so that each shard's per-tick cap limit/shards is at least 1 token)"
+            )));
+        }
+        let params = Params {
+            shards: shards as usize,
+            rate,
+            limit,
+            threshold,
+            max_grab: int("max_grab"),
+            release_period: Duration::from_micros(int("release_period_us")),
+            over_release: float("over_release"),
+            flow_threshold: float("flow_threshold"),
+            flow_smoothing: float("flow_smoothing"),
+            flow_period: Duration::from_micros(int("flow_period_us")),
+            wait: if choice("wait") == "yield" {
+                Wait::Yield
+            } else {
+                Wait::Sleep
+            },
+            hog: choice("hog") == "on",
+            hog_busy: Duration::from_micros(int("hog_busy_us")),
+            hog_rest: Duration::from_micros(int("hog_rest_us")),
+            pin: choice("pin") == "auto",
+            series: Duration::from_millis(int("series_ms")),
+            seed: int("seed"),
+            values: Vec::new(),
+        };
+        // Report the limit actually used.
+        if let Some(slot) = values.iter_mut().find(|(n, _)| *n == "limit") {
+            slot.1 = Value::Int(limit as i64);
+        }
+        Ok(Params { values, ..params })
+    }
+
+    /// A shard's per-tick cap (the perf test's worker `threshold`): limit / shards.
+    pub fn per_tick_cap(&self) -> u64 {
+        self.limit / self.shards as u64
+    }
+
+    /// Largest grab: min(per-tick cap, max_grab).
+    pub fn grab_max(&self) -> u64 {
+        self.per_tick_cap().min(self.max_grab)
+    }
+
+    /// The resolved values, in spec order.
+    pub fn values(&self) -> &[(&'static str, Value)] {
+        &self.values
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn overrides(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn defaults_are_the_perf_tests() {
+        let p = resolve(Some(scenario(None).unwrap()), &overrides(&["shards=4"])).unwrap();
+        assert_eq!(p.rate, 1_000_000);
+        assert_eq!(p.limit, 500);
+        assert_eq!(p.threshold, 1);
+        assert_eq!(p.per_tick_cap(), 125);
+        assert_eq!(p.grab_max(), 125);
+        assert_eq!(p.wait, Wait::Sleep);
+        assert!(!p.hog);
+        let p = resolve(Some(scenario(Some("yielding-hog")).unwrap()), &[]).unwrap();
+        assert_eq!(p.wait, Wait::Yield);
+        assert!(p.hog);
+    }
+
+    #[test]
+    fn bad_input_names_the_valid_range() {
+        let s = Some(scenario(None).unwrap());
+        let err = |o: &[&str]| resolve(s, &overrides(o)).unwrap_err().0;
+        assert!(err(&["rate=0"])
+            .starts_with("bad value '0' for parameter 'rate' (valid: an integer in 1..="));
+        assert!(err(&["shards=0"]).contains("an integer in 1..=1024"));
+        let e = err(&["limit=5", "threshold=10"]);
+        assert!(
+            e.contains("parameter 'limit'") && e.contains(">= threshold (10)"),
+            "{e}"
+        );
+        let e = err(&["rate=1000", "threshold=2"]);
+        assert!(e.starts_with("bad value '0' for parameter 'limit'"), "{e}");
+        let e = err(&["shards=8", "limit=4"]);
+        assert!(e.contains(">= shards (8)"), "{e}");
+        let e = scenario(Some("burst")).unwrap_err().0;
+        assert_eq!(
+            e,
+            "unknown scenario 'burst' (valid: sleeping, yielding, sleeping-hog, yielding-hog)"
+        );
+        assert!(Strategy::from_name("capped").is_err());
+    }
+
+    #[test]
+    fn every_scenario_value_is_a_valid_param() {
+        let specs = specs();
+        for s in SCENARIOS {
+            for (name, _) in s.params {
+                assert!(specs.iter().any(|p| p.name == *name), "{name}");
+            }
+            resolve(Some(s), &[]).unwrap();
+        }
+    }
+}
