@@ -387,24 +387,28 @@ mod tests {
             assert!(s.ok > 0, "{kind:?}");
             // A 5 s timeout never fires in a 100 ms window.
             assert_eq!(s.timeouts, 0, "{kind:?}");
-            // Per request for tokio; an engine's own counters count what it processed in
-            // the window, which lags the requests' view by its queues.
+            // Per request for tokio. An engine's own counters count what it processed in
+            // the window, which lags the requests' view by its queues and its ticks (the
+            // wheel's default 100 ms tick need not come in a 100 ms window on a busy
+            // machine): no bound on them holds here.
             match kind {
                 StrategyKind::None => assert_eq!(timer(&r, "registered"), 0),
                 StrategyKind::TokioTimeout => {
                     assert_eq!(timer(&r, "registered"), s.issued);
                     assert_eq!(timer(&r, "cancelled"), s.ok);
                 }
-                _ => assert!(timer(&r, "registered") > 0, "{kind:?}"),
+                _ => {}
             }
             // CPU per op x ops is the window's CPU time, which no more than every CPU can
-            // have spent over the window.
+            // have spent over the window; the process clock's reading lags each running
+            // thread's by up to a scheduler tick, hence 5% and 20 ms of slack.
             let m = r.metrics_json();
             let cpu = m["cpu_ns"].as_f64().unwrap();
             let per_op = m["ns_per_op"].as_f64().unwrap();
             assert!((per_op * (s.ok + s.timeouts) as f64 - cpu).abs() <= 1.0 + cpu * 1e-9);
             let cpus = std::thread::available_parallelism().unwrap().get() as f64;
-            assert!(cpu <= cpus * r.window.as_secs_f64() * 1e9 + 1e6, "{kind:?}");
+            let bound = cpus * r.window.as_secs_f64() * 1e9 * 1.05 + 20e6;
+            assert!(cpu <= bound, "{kind:?}: {cpu} ns of CPU > {bound}");
         }
     }
 
@@ -418,8 +422,10 @@ mod tests {
             );
             assert!(r.violations().is_empty(), "{kind:?}: {:?}", r.violations());
             let s = &r.stats;
+            // Which side wins each race is the machine's doing (a timer thread kept off the
+            // CPU for 30 ms loses it); that each op resolves once, and that every timeout
+            // counted is one the timer fired, is not.
             assert!(s.timeouts > 0, "{kind:?}");
-            assert_eq!(s.ok, 0, "{kind:?}");
             assert_eq!(timer(&r, "fired"), s.timeouts, "{kind:?}");
         }
     }

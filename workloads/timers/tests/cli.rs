@@ -340,7 +340,8 @@ fn gated_run_follows_the_contract() {
     }
     assert_eq!(r["timer"]["fired"], r["timeouts"]);
     // CPU per op per role: per-op x answered requests is the role's CPU time over the
-    // window, which no more than every CPU of the machine can have spent in it.
+    // window, which no more than every CPU of the machine can have spent in it (with 5% and
+    // 20 ms of slack: a process clock lags each running thread's by up to a tick).
     let cpus = std::thread::available_parallelism().unwrap().get() as f64;
     let window_ns = r["duration_s"].as_f64().unwrap() * 1e9;
     for role in ["client", "server"] {
@@ -351,7 +352,7 @@ fn gated_run_follows_the_contract() {
             (per_op * n("ok") as f64 - cpu).abs() <= 1.0 + cpu * 1e-9,
             "{role} in {r}"
         );
-        assert!(cpu <= cpus * window_ns + 1e6, "{role} in {r}");
+        assert!(cpu <= cpus * window_ns * 1.05 + 20e6, "{role} in {r}");
     }
     assert_eq!(n("cpu_ns"), n("client_cpu_ns") + n("server_cpu_ns"));
     assert!(wait_gone(pids[1]), "the server outlived the run");

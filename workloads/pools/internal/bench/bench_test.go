@@ -262,7 +262,8 @@ func checkResult(t *testing.T, res map[string]any) {
 		t.Error("no ops")
 	}
 	// CPU per op: cpu_ns_per_op x ops is the window's process CPU time, which no more than
-	// every CPU can have spent over the window (a 1 ms slack for the reads' edges).
+	// every CPU can have spent over the window (5% and 20 ms of slack: getrusage lags each
+	// running thread's time by up to a scheduler tick).
 	perOp, ok1 := res["cpu_ns_per_op"].(float64)
 	cpu, ok2 := res["cpu_ns"].(float64)
 	if !ok1 || !ok2 || perOp <= 0 {
@@ -271,7 +272,7 @@ func checkResult(t *testing.T, res map[string]any) {
 	if got := perOp * res["ops"].(float64); math.Abs(got-cpu) > 1+cpu*1e-9 {
 		t.Errorf("cpu_ns_per_op x ops = %v, cpu_ns = %v", got, cpu)
 	}
-	if limit := float64(runtime.NumCPU())*res["window_s"].(float64)*1e9 + 1e6; cpu > limit {
+	if limit := float64(runtime.NumCPU())*res["window_s"].(float64)*1e9*1.05 + 20e6; cpu > limit {
 		t.Errorf("cpu_ns %v over %d CPUs x the window (%v ns)", cpu, runtime.NumCPU(), limit)
 	}
 }
