@@ -109,7 +109,8 @@ class JvmGcProbe(BpftraceProbe):
         pid = pids[0]
         self.libjvm = wait_libjvm(pid)
         if self.libjvm is None:
-            self.unavailable = f"not a JVM: process {pid} has no {LIBJVM} mapped"
+            # No pid in the reason: the run's notes group equal reasons into one line.
+            self.unavailable = f"not a JVM: the measured client has no {LIBJVM} mapped"
             return
         self.script.parent.mkdir(parents=True, exist_ok=True)
         self.script.write_text(TEMPLATE.read_text().replace("LIBJVM", self.libjvm))
