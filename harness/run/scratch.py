@@ -28,6 +28,7 @@ ENV = "HARNESS_SCRATCH_FILE"
 FOLDER_PREFIX = "harness-scratch-"
 MIB = 1 << 20
 CHUNK = MIB  # written at a time; the stop flag is polled between chunks
+_A = {"int": "an int", "string": "a string"}
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def _check_param(plan: Plan, key: str, name: str, kind: str) -> None:
     if spec is None or spec.type != kind:
         valid = [n for n, s in plan.description.params.items() if s.type == kind]
         raise BadInput(
-            f"{plan.suite.manifest}: key 'scratch.{key}': '{name}' is not a {kind} parameter of "
+            f"{plan.suite.manifest}: key 'scratch.{key}': '{name}' is not {_A[kind]} parameter of "
             f"the suite's describe ({kind} parameters: {', '.join(valid) or 'none'})"
         )
 
