@@ -439,3 +439,14 @@ def test_a_full_disk_under_the_run_directory_ends_the_run_failed_without_leftove
     doc = json.loads((run_dir / "run.json").read_text())
     assert doc["status"] == "failed" and "No space left on device" in doc["error"]
     assert log(env) and scratch_folders(default_dir(env)) == []
+
+
+@pytest.mark.e2e
+def test_bench_plans_and_runs_a_suite_with_scratch_files(env: dict[str, str]) -> None:
+    done = run_harness(["bench", "--suites", str(SCRATCHY)], env)
+    assert done.returncode == 0, done.stderr
+    assert f"; scratch files 1 MiB in {default_dir(env)}\n" in done.stdout
+    _, doc = the_run(env)
+    assert doc["status"] == "complete" and len(doc["config"]["scratch"]) == 1
+    assert [e["size"] for e in log(env)] == [MIB]
+    assert not default_dir(env).exists()
