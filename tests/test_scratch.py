@@ -395,6 +395,18 @@ def test_results_on_a_small_filesystem_count_the_run_directory_too(
     assert list(tmpfs.iterdir()) == []
 
 
+@pytest.mark.e2e
+def test_results_on_a_small_filesystem_with_room_for_both_complete(
+    env: dict[str, str], tmpfs: Path
+) -> None:
+    env = {**env, "HARNESS_RESULTS": str(tmpfs / "results")}
+    done = run_harness(scratchy("--repeat", "2"), env)
+    assert done.returncode == 0, done.stderr
+    _, doc = the_run(env)
+    assert doc["status"] == "complete" and [e["size"] for e in log(env)] == [MIB, MIB]
+    assert not default_dir(env).exists()
+
+
 # --- during the run: a full disk ---------------------------------------------------------
 
 
