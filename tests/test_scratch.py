@@ -292,6 +292,32 @@ def test_a_stop_signal_removes_the_scratch_files(
 
 
 @pytest.mark.e2e
+def test_a_stop_signal_while_the_scratch_file_is_written_leaves_nothing(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """SIGINT as soon as the harness says it writes the file (256 MiB, synced: it is still at
+    it, so far always); whether it was, or the workload had started, nothing is left."""
+    own = tmp_path / "own"
+    own.mkdir()
+    args = ["--repeat", "1", "--param", "file_size_mb=256", "--param", f"dir={own}"]
+    proc = subprocess.Popen(
+        [*HARNESS, *scratchy(*args)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stderr is not None
+    said = next((line for line in proc.stderr if line.startswith("writing scratch file")), None)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=WAIT_S)
+    assert said is not None and proc.returncode == 130, stderr
+    assert the_run(env)[1]["status"] == "interrupted"
+    assert list(own.iterdir()) == []
+
+
+@pytest.mark.e2e
 def test_the_guardian_removes_the_scratch_files_of_a_killed_harness(
     env: dict[str, str], tmp_path: Path
 ) -> None:
