@@ -21,12 +21,14 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, HARNESS, run_harness, runs_dir
 from requirements import need, root_problem, tool_problem
+from rundocs import schema_problems
 
 from harness.errors import BadInput
 from harness.run import abandoned, scratch
 from harness.run.scratch import FOLDER_PREFIX, MIB, File, write_file
 from harness.run.scratchroom import margin
 from harness.run.stop import StopFlag
+from harness.rundoc import jsonfile
 from harness.suites import load_suite
 
 SCRATCHY = FIXTURES / "scratch-suites" / "scratchy"
@@ -233,6 +235,8 @@ def test_each_cell_gets_its_whole_file_and_the_run_removes_them(
         for d in (default_dir(env), own)
     ]
     assert doc["config"]["scratch"] == expected
+    assert schema_problems(doc) == []  # an optional key of schema_version 2
+    assert jsonfile.as_json(jsonfile.load_run(the_run(env)[0])) == doc
     entries = log(env)
     assert len(entries) == 8  # 4 cells x 2 repeats
     for entry in entries:
