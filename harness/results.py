@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from harness import stability, stats
 from harness.errors import BadInput
 from harness.probes import overhead_pairs
+from harness.run import scratch
 from harness.run.writes import (
     WriteFailed,
     make_reserve,
@@ -141,9 +142,15 @@ class RunRecord:
     ) -> RunRecord:
         checkout = Git.model_validate(git)
         machine = Host.model_validate(host)
-        config = Config.model_validate({**plan.config(), "command": list(command)})
         metrics = [_metric(m) for m in plan.metrics()]
         run_id, run_dir = make_run_dir(out_dir, checkout.commit)
+        try:  # the scratch files' paths hold the run's id
+            config = Config.model_validate(
+                {**plan.config(), **scratch.config(plan, run_id), "command": list(command)}
+            )
+        except BaseException:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            raise
         run = RunDoc(
             schema_version=SCHEMA_VERSION,
             run_id=run_id,

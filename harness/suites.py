@@ -17,7 +17,17 @@ from harness.errors import BadInput
 TomlScalar = str | int | float | bool
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-_TOP_KEYS = {"name", "description", "binary", "build", "baseline", "requires", "bench", "quick"}
+_TOP_KEYS = {
+    "name",
+    "description",
+    "binary",
+    "build",
+    "baseline",
+    "requires",
+    "bench",
+    "quick",
+    "scratch",
+}
 _MATRIX_KEYS = {
     "strategies",
     "scenario",
@@ -29,6 +39,7 @@ _MATRIX_KEYS = {
     "scale",
 }
 _SCALE_KEYS = {"reference_threads", "params", "minimum"}
+_SCRATCH_KEYS = {"size_param", "dir_param"}
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,15 @@ class Matrix:
     scale: Scale | None
 
 
+@dataclass(frozen=True)
+class ScratchParams:
+    """suite.toml [scratch]: the cells need a scratch file the harness writes (harness/run/
+    scratch.py); these describe parameters give its size in MiB and its folder."""
+
+    size_param: str  # an int parameter: the file's size in MiB
+    dir_param: str | None  # a string parameter: its folder, "" = the default; None: always it
+
+
 DEFAULT_MATRIX = Matrix(
     strategies=None, scenarios=None, repeats=5, duration_s=10.0, warmup_s=2.0, params={}, scale=None
 )
@@ -74,6 +94,7 @@ class Suite:
     bench: Matrix
     quick: Matrix
     requires: tuple[str, ...] = ()  # commands it needs on PATH (suite.toml `requires`)
+    scratch: ScratchParams | None = None  # suite.toml [scratch]
 
     @property
     def built(self) -> bool:
@@ -198,6 +219,15 @@ def _matrix(table: _Table | None, base: Matrix) -> Matrix:
     )
 
 
+def _scratch(table: _Table | None) -> ScratchParams | None:
+    if table is None:
+        return None
+    table.check_keys(_SCRATCH_KEYS)
+    size_param = table.string("size_param", required=True)
+    assert size_param is not None
+    return ScratchParams(size_param=size_param, dir_param=table.string("dir_param"))
+
+
 def load_suite(manifest: Path) -> Suite:
     """Parse and validate one suite.toml."""
     # Absolute: the binary is started with the suite's folder as its working directory.
@@ -232,6 +262,7 @@ def load_suite(manifest: Path) -> Suite:
         bench=bench,
         quick=quick,
         requires=tuple(requires),
+        scratch=_scratch(top.table("scratch")),
     )
 
 

@@ -1,7 +1,8 @@
 """The workload contract (docs/workload-contract.md), checked on every suite the tests know of:
-the repo's workloads, the fixture suites (one in JavaScript, tests/fixtures/more-suites), the
-README's example and any suite on HARNESS_SUITES_PATH (so that you can check your own). Each
-check starts the suite's binary directly, as the harness does."""
+the repo's workloads, the fixture suites (one in JavaScript, tests/fixtures/more-suites, one
+with a scratch file, tests/fixtures/scratch-suites), the README's example and any suite on
+HARNESS_SUITES_PATH (so that you can check your own). Each check starts the suite's binary
+directly, as the harness does; a suite with [scratch] gets its HARNESS_SCRATCH_FILE."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import os
 import platform
 import selectors
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -26,12 +28,15 @@ from requirements import need
 from harness.catalog import find_suites, unmet_requirements
 from harness.describe import PARAM_TYPES, Description, ParamSpec, parse_description
 from harness.paths import REPO_ROOT, suites_path
+from harness.run import scratch
+from harness.run.stop import StopFlag
 from harness.suites import Suite, load_suite
 
 pytestmark = pytest.mark.e2e
 
 KNOWN = find_suites(
-    REPO_ROOT / "workloads", [FIXTURES, FIXTURES / "more-suites", *suites_path()]
+    REPO_ROOT / "workloads",
+    [FIXTURES, FIXTURES / "more-suites", FIXTURES / "scratch-suites", *suites_path()],
 ).suites
 NAMES = list(dict.fromkeys([*KNOWN, example_name()]))
 WINDOW = ["--duration-s", "0.3", "--warmup-s", "0"]  # short runs: two cores, many suites
@@ -54,14 +59,43 @@ def documents() -> dict[str, dict[str, Any]]:
     return {}
 
 
+@pytest.fixture(scope="module")
+def scratch_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where the scratch files of the suites with [scratch] are written, once each."""
+    folder = tmp_path_factory.mktemp("scratch")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(params=NAMES)
-def suite(request: pytest.FixtureRequest, suites: dict[str, Suite]) -> Suite:
+def suite(
+    request: pytest.FixtureRequest,
+    suites: dict[str, Suite],
+    documents: dict[str, dict[str, Any]],
+    scratch_folder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Suite:
     chosen = suites[request.param]
     unmet = unmet_requirements(chosen)  # suite.toml `requires`; `make deps` installs them
     need(unmet and f"suite {chosen.name} cannot run here: {unmet}")
     if not chosen.built:
         pytest.fail(f"suite {chosen.name}: {chosen.binary} is not built: run `make deps`")
+    if chosen.scratch is not None:  # as the harness gives it: a file of the default size
+        path = scratch_file(chosen, describe_doc(chosen, documents), scratch_folder)
+        monkeypatch.setenv(scratch.ENV, str(path))
     return chosen
+
+
+def scratch_file(suite: Suite, doc: dict[str, Any], folder: Path) -> Path:
+    """The suite's scratch file at its size parameter's default, written once."""
+    assert suite.scratch is not None
+    [size] = [p["default"] for p in doc["params"] if p["name"] == suite.scratch.size_param]
+    path = folder / f"{suite.name}-data-{size}m"
+    if not path.exists():
+        assert scratch.write_file(
+            path, size * scratch.MIB, StopFlag(), scratch.File(folder, size, False)
+        )
+    return path
 
 
 def describe_doc(suite: Suite, documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -431,6 +465,18 @@ def test_bad_input_exits_2_with_one_line_before_set_up(
         assert events(lines) == [], f"{args}: started anyway"
         assert len(stderr.splitlines()) == 1 and stderr.strip(), f"{args}: stderr {stderr!r}"
         assert bad in stderr and all(name in stderr for name in valid), f"{args}: {stderr}"
+
+
+def test_a_run_without_its_scratch_file_exits_2_with_one_line(
+    suite: Suite, description: Description, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if suite.scratch is None:
+        pytest.skip(f"suite {suite.name} has no [scratch] in its suite.toml")
+    monkeypatch.delenv(scratch.ENV)
+    with started(suite, [*baseline_args(description), *WINDOW]) as workload:
+        code, lines, stderr = workload.finish()
+    assert code == 2 and events(lines) == [], f"exit {code}: {lines}"
+    assert len(stderr.splitlines()) == 1 and f"{scratch.ENV} is not set" in stderr, stderr
 
 
 def check(suite: Suite, args: list[str]) -> subprocess.CompletedProcess[str]:

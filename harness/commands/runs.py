@@ -22,6 +22,7 @@ from harness.run.lifetime import open_confinement, workload_binaries
 from harness.run.plan import Plan
 from harness.run.rejected import WorkloadRejected, end_rejected
 from harness.run.runner import execute
+from harness.run.scratch import Scratch
 from harness.run.stop import stop_on_signals
 from harness.run.writes import WriteFailed, write_failed
 from harness.rundoc import jsonfile
@@ -58,10 +59,15 @@ def run_plan(
             )
             record.set_owner(confinement.owner)
             confinement.watch(record.run_dir)
+            progress = consoles.stderr()
+            files = Scratch.of(plan, record.run.run_id, lambda line: _say(progress, line))
             try:
-                status = execute(
-                    plan, record, consoles.stderr(), stop, slack_s, later_s, confinement
-                )
+                try:
+                    status = execute(
+                        plan, record, progress, stop, slack_s, later_s, confinement, files
+                    )
+                finally:
+                    files.remove()
                 reports = write_all(record.run_dir)
             except WorkloadRejected as err:
                 end_rejected(record, err)
@@ -103,3 +109,7 @@ def status_exit(record: RunRecord, status: str) -> int:
         )
         return 1
     return 0
+
+
+def _say(console: Console, line: str) -> None:
+    console.print(line, style="dim", markup=False, highlight=False)

@@ -1,6 +1,7 @@
 """Runs whose harness died (SIGKILL, out of memory, a crash) stay `running` in run.json; the
 next harness, holding the machine lock, marks them `abandoned`, ends their leftover
-processes and removes their temporary files before it starts its own run."""
+processes and removes their temporary files and scratch folders before it starts its own
+run."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from harness.probes.record import cell_folder
 from harness.results import RunRecord
-from harness.run import leftovers
+from harness.run import leftovers, scratch
 from harness.run.cgroup import Hierarchy, owner_groups
 from harness.run.owner import Owner
 from harness.rundoc.jsonfile import RunLoadError, load_run
@@ -79,10 +80,13 @@ def mark(folder: Path, run: RunDoc, hierarchy: Hierarchy | None, found: str, end
     who = f"pid {owner.pid}" if owner else "pid unknown"
     ended += leftovers.end_processes(token, hierarchy) if token else 0
     removed = (leftovers.remove_perf_folders(token) if token else 0) + _remove_partial(folder, run)
+    files = [entry.path for entry in run.config.scratch or []]
+    scratch_folders = scratch.remove_recorded(files, run.run_id)
     reason = (
         f"its harness ({who}) died before the run ended ({found}); "
         f"{_count(ended, 'leftover workload process')} ended, "
         f"{_count(removed, 'partial file')} removed"
+        + (f", {_count(scratch_folders, 'scratch folder')} removed" if scratch_folders else "")
     )
     record = RunRecord(folder, run)
     last_write = (folder / "run.json").stat().st_mtime

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.probes import overhead
+from harness.run.memlimit import human
 from harness.run.plan import Plan
 from harness.run.progress import STARTUP_ESTIMATE_S
+from harness.run.scratch import plan_files
 
 
 def planned_s(plan: Plan) -> float:
@@ -31,7 +33,16 @@ def plan_lines(plans: Sequence[Plan], cpus: int) -> list[str]:
             f"  {plan.suite.name}: {len(plan.cells)} cells ({len(plan.strategies)} strategies"
             f" x {len(plan.scenarios)} scenarios x parameters) x {plan.repeats} repeats of "
             f"{plan.warmup_s:g} s warm-up + {plan.duration_s:g} s: about {clock(planned_s(plan))}"
+            + _scratch(plan)
         )
     total = sum(planned_s(plan) for plan in plans)
     lines.append(f"  estimated duration: {clock(total)} (start-up {STARTUP_ESTIMATE_S} s a repeat)")
     return lines
+
+
+def _scratch(plan: Plan) -> str:
+    files = plan_files(plan)
+    if not files:
+        return ""
+    folders = ", ".join(dict.fromkeys(str(f.dir) for f in files))
+    return f"; scratch files {human(sum(f.size_bytes for f in files))} in {folders}"

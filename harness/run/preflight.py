@@ -1,6 +1,7 @@
 """Everything a run is checked for before the lock is taken and anything is created: each
-cell's input by the workload itself, the bpftrace scripts by a dry run, and `--out`: that it
-takes new files and has room for the plan's estimate of what the run writes."""
+cell's input by the workload itself, the bpftrace scripts by a dry run, `--out`: that it
+takes new files and has room for the plan's estimate of what the run writes, and the folders
+of the scratch files (scratchroom.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from harness.probes.btcheck import check_scripts
 from harness.run.bounds import check_plan
 from harness.run.cellcheck import check_cells
 from harness.run.plan import Plan
+from harness.run.scratchroom import check_scratch
 from harness.run.writes import RESERVE_BYTES
 
 KIB = 1024
@@ -37,7 +39,9 @@ def preflight(plans: Sequence[Plan], out_dir: Path) -> None:
         check_plan(plan, out_dir)  # its size, and each cell's needs against this machine
         check_scripts(plan.probes)
         check_cells(plan)
-    check_out_dir(out_dir, sum(estimate_bytes(plan) for plan in plans))
+    run_bytes = sum(estimate_bytes(plan) for plan in plans)
+    check_out_dir(out_dir, run_bytes)
+    check_scratch(plans, out_dir, run_bytes)  # and the run's, when on the same filesystem
 
 
 def estimate_bytes(plan: Plan) -> int:

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -107,17 +107,19 @@ def run_repeat(
     stop: StopFlag,
     hooks: RepeatHooks | None = None,
     box: RepeatBox | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Outcome:
     """Run `<binary> run <args> --gate` once, in `box` if given (its cgroup and memory
-    limit); never raises for a misbehaving workload."""
+    limit), with `env` added to the environment; never raises for a misbehaving workload."""
     become_subreaper()
     started = time.monotonic()
     argv = [str(binary), "run", *args, "--gate"]
+    added = {**(box.env if box else {}), **(env or {})}
     try:
         proc = subprocess.Popen(
             box.command(argv) if box else argv,
             cwd=cwd,
-            env={**os.environ, **box.env} if box else None,
+            env={**os.environ, **added} if added else None,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -27,6 +27,7 @@ from harness.run.progress import STARTUP_ESTIMATE_S, Step, make_progress
 from harness.run.rejected import rejection
 from harness.run.repeat import Outcome, run_repeat
 from harness.run.resultcheck import vet
+from harness.run.scratch import Scratch
 from harness.run.stop import StopFlag
 from harness.rundoc.model import Failure
 
@@ -59,9 +60,12 @@ def execute(
     deadline_slack_s: float,
     later_s: float = 0.0,
     confinement: Confinement | None = None,
+    scratch: Scratch | None = None,
 ) -> str:
     """Run every repeat of the plan; returns the final status written to run.json. later_s:
-    the planned seconds of the runs after this one (the ETA is the whole bench's)."""
+    the planned seconds of the runs after this one (the ETA is the whole bench's). scratch:
+    the run's scratch files, written before the repeats that need them (the caller removes
+    them)."""
     variants = overhead.variants(plan.probes, plan.probe_overhead)
     main_key = variants[-1][0]
     runs = ((c, r, v) for c, r in plan.schedule() for v in variants)
@@ -85,6 +89,10 @@ def execute(
                 label=f"{cell.label} [probes: {key}]" if len(variants) > 1 else cell.label,
             )
             progress.started(step)
+            env = scratch.prepare(cell_index, stop) if scratch else {}
+            if env is None:  # stopped while its scratch file was written
+                interrupted = True
+                break
             folder = cell_folder(record.run_dir, cell.id)
             if key != main_key:
                 folder = folder / f"overhead-{key}"  # deleted once its ops/s are in
@@ -102,6 +110,7 @@ def execute(
                     stop,
                     hooks=cpuset.hooks(plan, session),
                     box=confinement.repeat() if confinement else None,
+                    env=env,
                 )
             finally:
                 probes = session.close() if session else {}

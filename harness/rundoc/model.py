@@ -97,6 +97,17 @@ class Scale(Record):
     """The scaled parameters: value x logical_cpus / reference_threads."""
 
 
+class ScratchFile(Record):
+    """A file the harness wrote for the workload (suite.toml [scratch]) and removed after."""
+
+    dir: str
+    """The folder it was made in (the suite's dir parameter, or <results>/scratch)."""
+    size_mb: int
+    """Its size in MiB."""
+    path: str
+    """The file, `<dir>/harness-scratch-<run_id>/data-<size>m` (HARNESS_SCRATCH_FILE)."""
+
+
 class Config(Record):
     """What was asked for: the plan of the run."""
 
@@ -135,6 +146,8 @@ class Config(Record):
     cpuset_auto: Absent[bool] = None
     """The cpuset is harness bench's automatic client/server split (pins only workloads
     whose ready event lists a server process)."""
+    scratch: Absent[list[ScratchFile]] = None
+    """The scratch files of a suite with [scratch], one per distinct folder and size."""
 
 
 class Metric(Record):
