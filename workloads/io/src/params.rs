@@ -240,7 +240,7 @@ impl Params {
         let us = |name: &str| Duration::from_micros(int(name));
         let reqsize = int("reqsize") as usize;
         let direct = boolean(&values, "direct");
-        if direct && reqsize % 512 != 0 {
+        if direct && !reqsize.is_multiple_of(512) {
             return Err(BadInput(format!(
                 "bad value '{reqsize}' for parameter 'reqsize' (valid: a multiple of 512 with direct=true)"
             )));
