@@ -9,6 +9,13 @@
 //! and the reservation is fully covered ("our turn has come"), it recycles the ready and
 //! reserved tokens (refund, then a bigger grab of up to `per_tick_threshold` more, at most
 //! the queued capacity and the bucket's limit); otherwise it waits.
+//!
+//! With a capped-release bucket that batching deadlocks: a reservation bigger than the
+//! requests it pays for holds tokens that no completion will ever release, and once nothing
+//! is in flight the head stops below it for good. seastar never ran the two together (the
+//! batching came with the pure bucket of #1766); before that its fair_queue reserved
+//! exactly the head request's capacity, which is what the meter does in `exact` mode (the
+//! capped-release strategy).
 
 use std::sync::Arc;
 
@@ -40,16 +47,20 @@ pub struct BucketMeter<R: Rovers> {
     /// When this shard last replenished (`stream::replenish`).
     replenished_ns: u64,
     per_tick_threshold: u64,
+    /// Reserve exactly what the head request lacks (the pre-#1766 fair_queue).
+    exact: bool,
 }
 
 impl<R: Rovers> BucketMeter<R> {
-    pub fn new(tb: Arc<SharedTokenBucket<R>>, per_tick_threshold: u64) -> Self {
+    /// A meter of batched reservations (`exact` false) or of one request's lack at a time.
+    pub fn new(tb: Arc<SharedTokenBucket<R>>, per_tick_threshold: u64, exact: bool) -> Self {
         BucketMeter {
             tb,
             pending_head: 0,
             pending_cap: 0,
             replenished_ns: 0,
             per_tick_threshold,
+            exact,
         }
     }
 
@@ -91,6 +102,18 @@ impl<R: Rovers> BucketMeter<R> {
         if cap <= available.ready_tokens {
             available.ready_tokens -= cap;
             Grab::Ok
+        } else if self.exact {
+            if self.pending_cap > 0 || !available.our_turn_has_come {
+                self.pending_cap += available.ready_tokens;
+                available.ready_tokens = 0;
+                return Grab::Stop;
+            }
+            // Keep the ready tokens and reserve what the request lacks.
+            let need = cap - available.ready_tokens;
+            self.pending_head = self.tb.grab(need);
+            self.pending_cap = available.ready_tokens + need;
+            *available = self.reap();
+            Grab::Again
         } else if cap <= available.ready_tokens + self.pending_cap
             || self.pending_cap >= self.per_tick_threshold
         {
@@ -137,7 +160,7 @@ mod tests {
 
     fn meter(rate: u64, limit: u64, per_tick: u64) -> BucketMeter<PureRovers> {
         let tb = Arc::new(SharedTokenBucket::<PureRovers>::new(rate, limit, 1, 0));
-        BucketMeter::new(tb, per_tick)
+        BucketMeter::new(tb, per_tick, false)
     }
 
     /// Dispatches up to `queued` requests of `cost` at `now`; returns how many went.
@@ -169,6 +192,47 @@ mod tests {
         let sent = poll(&mut m, DAY_NS + 5_000_000, 1, &mut queued);
         assert_eq!(sent, 5);
         assert!(m.wait_ns().is_some());
+    }
+
+    /// A capped bucket whose limit is not a multiple of the request's cost (2.5 requests):
+    /// batched reservations would strand tokens no completion releases and stop for good;
+    /// the exact meter keeps going, at most the limit's whole requests in flight.
+    #[test]
+    fn capped_release_never_strands_its_tokens() {
+        use token_bucket::CappedRovers;
+        let tb = Arc::new(SharedTokenBucket::<CappedRovers>::new(
+            2_500_000, 2_500, 1_000, 0,
+        ));
+        let mut m = BucketMeter::new(tb.clone(), 2_500, true);
+        let (mut queued, mut in_flight, mut sent) = (4u64, 0u64, 0u64);
+        let mut t = DAY_NS;
+        for _ in 0..200 {
+            for _ in 0..in_flight {
+                tb.release(1_000);
+            }
+            queued += in_flight;
+            in_flight = 0;
+            m.maybe_replenish(t);
+            let mut a = m.reap();
+            while queued > 0 {
+                match m.grab(1_000, &mut a, queued * 1_000) {
+                    Grab::Ok => {
+                        queued -= 1;
+                        in_flight += 1;
+                        sent += 1;
+                    }
+                    Grab::Stop => break,
+                    Grab::Again => {}
+                }
+            }
+            assert!(
+                in_flight <= 2,
+                "{in_flight} in flight on 2.5 requests of tokens"
+            );
+            t += 400_000;
+        }
+        // 80 ms at 2500 requests/s: the rate binds, it never stops.
+        assert!(sent >= 190, "{sent}");
     }
 
     /// In fixed point (1000 units a request, as the io suite meters) the rate holds; with

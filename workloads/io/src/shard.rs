@@ -102,7 +102,7 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
         let meter = self
             .tb
             .clone()
-            .map(|tb| BucketMeter::new(tb, p.per_tick_threshold()));
+            .map(|tb| BucketMeter::new(tb, p.per_tick_threshold(), R::CAPPED));
         let mut reactor = Reactor::new();
         reactor.spawn(Box::new(Dispatcher::new(
             engine,
