@@ -15,6 +15,7 @@ pub enum Value {
     Int(i64),
     Float(f64),
     Choice(&'static str),
+    Bool(bool),
     /// A `string` parameter's text (borrowed in specs and scenarios, owned from `--param`).
     Text(Cow<'static, str>),
 }
@@ -25,6 +26,7 @@ impl Value {
             Value::Int(v) => json!(v),
             Value::Float(v) => json!(v),
             Value::Choice(v) => json!(v),
+            Value::Bool(v) => json!(v),
             Value::Text(v) => json!(v),
         }
     }
@@ -42,6 +44,8 @@ pub enum Kind {
         max: f64,
     },
     Choice(&'static [&'static str]),
+    /// `true` or `false`.
+    Bool,
     /// Any text (the workload may check it further).
     Text,
 }
@@ -84,6 +88,7 @@ fn range_text(kind: &Kind) -> String {
         Kind::Int { min, max } => format!("an integer in {min}..={max}"),
         Kind::Float { min, max } => format!("a number in {min}..={max}"),
         Kind::Choice(choices) => format!("one of {}", names(choices.iter().copied())),
+        Kind::Bool => "true or false".to_string(),
         Kind::Text => "any text".to_string(),
     }
 }
@@ -184,6 +189,11 @@ fn parse_value(spec: &ParamSpec, text: &str) -> Result<Value, BadInput> {
             .find(|c| **c == text.trim())
             .map(|c| Value::Choice(c))
             .ok_or_else(bad),
+        Kind::Bool => match text.trim() {
+            "true" => Ok(Value::Bool(true)),
+            "false" => Ok(Value::Bool(false)),
+            _ => Err(bad()),
+        },
         Kind::Text => Ok(Value::Text(Cow::Owned(text.to_string()))),
     }
 }
@@ -268,6 +278,9 @@ pub fn specs_json(specs: &[ParamSpec]) -> Vec<Json> {
                     obj.insert("type".into(), json!("choice"));
                     obj.insert("choices".into(), json!(choices));
                 }
+                Kind::Bool => {
+                    obj.insert("type".into(), json!("bool"));
+                }
                 Kind::Text => {
                     obj.insert("type".into(), json!("string"));
                 }
@@ -335,6 +348,14 @@ pub fn choice(values: &[(&'static str, Value)], name: &str) -> &'static str {
     }
 }
 
+/// The resolved value of bool parameter `name`.
+pub fn boolean(values: &[(&'static str, Value)], name: &str) -> bool {
+    match get(values, name) {
+        Value::Bool(v) => *v,
+        other => panic!("parameter {name} is a bool, got {other:?}"),
+    }
+}
+
 /// The resolved value of string parameter `name`.
 pub fn text<'a>(values: &'a [(&'static str, Value)], name: &str) -> &'a str {
     match get(values, name) {
@@ -371,6 +392,12 @@ mod tests {
             kind: Kind::Choice(&["a", "b"]),
             default: Value::Choice("a"),
             help: "a choice",
+        },
+        ParamSpec {
+            name: "on",
+            kind: Kind::Bool,
+            default: Value::Bool(false),
+            help: "a bool",
         },
         ParamSpec {
             name: "dir",
@@ -444,6 +471,13 @@ mod tests {
             "bad value 'c' for parameter 'mode' (valid: one of a, b)"
         );
         assert_eq!(text(&one("dir=/tmp/x y").unwrap(), "dir"), "/tmp/x y");
+        assert!(boolean(&one("on=true").unwrap(), "on"));
+        for bad in ["yes", "1", "True"] {
+            assert_eq!(
+                one(&format!("on={bad}")).unwrap_err().0,
+                format!("bad value '{bad}' for parameter 'on' (valid: true or false)")
+            );
+        }
         assert_eq!(text(&resolve_values(SPECS, None, &[]).unwrap(), "dir"), "");
     }
 
@@ -459,7 +493,7 @@ mod tests {
         assert_eq!(float(&v, "x"), 3.0);
         assert_eq!(
             one("zz=1").unwrap_err().0,
-            "unknown parameter 'zz' (valid: n, x, mode, dir)"
+            "unknown parameter 'zz' (valid: n, x, mode, on, dir)"
         );
         assert!(one("n")
             .unwrap_err()
@@ -475,8 +509,8 @@ mod tests {
     fn describe_lists_types() {
         let j = specs_json(SPECS);
         let types: Vec<&str> = j.iter().map(|p| p["type"].as_str().unwrap()).collect();
-        assert_eq!(types, ["int", "float", "choice", "string"]);
-        assert_eq!(j[3]["default"], "");
+        assert_eq!(types, ["int", "float", "choice", "bool", "string"]);
+        assert_eq!(j[4]["default"], "");
         assert_eq!(
             values_json(&resolve_values(SPECS, None, &[]).unwrap())["mode"],
             "a"
