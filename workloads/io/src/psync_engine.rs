@@ -1,6 +1,8 @@
 //! The psync engine: `pread`/`pwrite` from a pool of threads per shard, one per slot (fio's
 //! psync with as many jobs), so a shard has up to `parallelism` requests in the kernel.
 //! A slot's buffer travels to the thread with the request and back with its completion.
+//! The threads share one queue: a thread that finishes takes the next request without
+//! sleeping (a channel per thread, tried, made every request a wake-up: 2-3x slower).
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
