@@ -8,9 +8,6 @@ HARNESS := $(VENV)/bin/harness
 TIMERS := workloads/timers
 POOLS := workloads/pools
 TOKENBUCKET := workloads/tokenbucket
-IO := workloads/io
-# the Rust suites' shared command line (a workspace of its own, a path dependency of both)
-SUITE_CLI := workloads/suite_cli
 # the real vitess smartconnpool: a module of its own (see workloads/pools/suite.toml)
 POOLS_VITESS := workloads/pools/vitess
 LETTUCE := workloads/lettuce
@@ -99,10 +96,6 @@ lint: python-env
 	cd $(TIMERS) && cargo clippy --locked --manifest-path legacy/Cargo.toml -- -D warnings
 	cd $(TOKENBUCKET) && cargo fmt --all --check
 	cd $(TOKENBUCKET) && cargo clippy --locked --workspace --all-targets -- -D warnings
-	cd $(IO) && cargo fmt --all --check
-	cd $(IO) && cargo clippy --locked --workspace --all-targets -- -D warnings
-	cd $(SUITE_CLI) && cargo fmt --all --check
-	cd $(SUITE_CLI) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(POOLS) && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above" >&2; exit 1; }
 	cd $(POOLS) && go vet ./...
 	cd $(POOLS_VITESS) && go vet -tags goexperiment.swissmap ./...
@@ -114,8 +107,6 @@ test-rust:
 	cd $(TIMERS) && cargo test --locked --workspace
 	cd $(TIMERS) && cargo test --locked --manifest-path legacy/Cargo.toml
 	cd $(TOKENBUCKET) && cargo test --locked --workspace
-	cd $(IO) && cargo test --locked --workspace
-	cd $(SUITE_CLI) && cargo test --locked --workspace
 
 # A loom run that runs no test (a cfg that compiles every model out, a filter that matches
 # nothing) passes in cargo's eyes: it must report at least one passed test here.
@@ -149,5 +140,5 @@ schema: python-env
 	$(VENV)/bin/python -m harness.rundoc.schema > docs/run.schema.json
 
 clean:
-	rm -rf $(VENV) $(TIMERS)/target $(TOKENBUCKET)/target $(IO)/target $(SUITE_CLI)/target $(TOOLS) $(POOLS)/bin $(LETTUCE)/*/target
+	rm -rf $(VENV) $(TIMERS)/target $(TOKENBUCKET)/target $(TOOLS) $(POOLS)/bin $(LETTUCE)/*/target
 	$(MAKE) -C bpf clean
