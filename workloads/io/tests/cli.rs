@@ -148,3 +148,27 @@ fn a_run_prints_its_events_in_order() {
         assert!(result["latency_ns"][q].is_u64(), "{q}");
     }
 }
+
+/// `check` sets up an io_uring to see whether the kernel allows it: exit 0 where it does,
+/// else exit 2 with one line giving the reason (the errno of io_uring_setup).
+#[test]
+fn check_says_whether_io_uring_is_available() {
+    let mut args = vec![
+        "check",
+        "--strategy",
+        "pure",
+        "--param",
+        "ioengine=io_uring",
+    ];
+    args.extend(WINDOW);
+    let (code, out, err) = io_bench(&args, None);
+    assert!(out.is_empty());
+    match io_bench::uring_engine::unavailable() {
+        None => assert_eq!((code, err.as_str()), (0, "")),
+        Some(reason) => {
+            assert_eq!(code, 2);
+            assert_eq!(err.trim(), format!("error: {reason}"));
+            assert!(reason.starts_with("io_uring unavailable: "), "{reason}");
+        }
+    }
+}
