@@ -10,16 +10,16 @@ use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
+use token_bucket::hog::Hog;
+use token_bucket::measure_window::MeasureWindow;
 use token_bucket::reactor::{
     monotonic_ns, set_timer_slack_ns, sleep_until_ns, Reactor, ReactorObserver,
 };
-use token_bucket::{CappedRovers, FlowMonitor, PureRovers, Rovers, SharedTokenBucket};
+use token_bucket::{cpu_pinning, CappedRovers, FlowMonitor, PureRovers, Rovers, SharedTokenBucket};
 
-use crate::cpu_pinning;
-use crate::measure_window::MeasureWindow;
 use crate::metrics::{Report, ShardLatencies};
 use crate::params::{Params, Strategy};
-use crate::shard_tasks::{FlowUpdater, Hog, Releaser, ShardCounters, ShardState, Worker};
+use crate::shard_tasks::{FlowUpdater, Releaser, ShardCounters, ShardState, Worker};
 
 /// A day, in ns: seastar's bucket pretends it was replenished "yesterday".
 const DAY_NS: u64 = 86_400 * 1_000_000_000;

@@ -2,8 +2,8 @@
 
 use serde_json::{json, Value as Json};
 
-use crate::param_values::{scenarios_json, specs_json};
 use crate::params::{specs, Strategy, SCENARIOS};
+use suite_cli::param_values::{scenarios_json, specs_json};
 
 pub fn describe() -> Json {
     let strategies: Vec<Json> = Strategy::ALL

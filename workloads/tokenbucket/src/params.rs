@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use token_bucket::shared_token_bucket::MAX_RATE;
 
-use crate::param_values::{
-    find_scenario, resolve_values, BadInput, Kind, ParamSpec, Scenario, Value,
+use suite_cli::param_values::{
+    choice, find_scenario, float, int, resolve_values, BadInput, Kind, ParamSpec, Scenario, Value,
 };
 
 /// How the bucket is set up and fed back.
@@ -184,25 +184,9 @@ pub fn resolve(scenario: Option<&Scenario>, overrides: &[String]) -> Result<Para
 
 impl Params {
     fn from_values(mut values: Vec<(&'static str, Value)>) -> Result<Params, BadInput> {
-        let get = |values: &[(&'static str, Value)], name: &str| {
-            values
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| *v)
-                .expect("every spec has a value")
-        };
-        let int = |name: &str| match get(&values, name) {
-            Value::Int(v) => u64::try_from(v).expect("int params have min >= 0"),
-            other => unreachable!("parameter {name} is an int, got {other:?}"),
-        };
-        let float = |name: &str| match get(&values, name) {
-            Value::Float(v) => v,
-            other => unreachable!("parameter {name} is a float, got {other:?}"),
-        };
-        let choice = |name: &str| match get(&values, name) {
-            Value::Choice(v) => v,
-            other => unreachable!("parameter {name} is a choice, got {other:?}"),
-        };
+        let int = |name: &str| u64::try_from(int(&values, name)).expect("int params have min >= 0");
+        let float = |name: &str| float(&values, name);
+        let choice = |name: &str| choice(&values, name);
         let rate = int("rate");
         let shards = int("shards");
         let threshold = int("threshold");

@@ -1,20 +1,19 @@
 //! The tasks of one shard, as the seastar perf test (`tests/perf/shared_token_bucket.cc`)
-//! runs them: the worker that grabs tokens, the releaser timer that gives them back, the CPU
-//! hog, and the averaging timer of the flow ratio (measured for every strategy; only
-//! flow-monitor charges grabs by it).
+//! runs them: the worker that grabs tokens, the releaser timer that gives them back, and the
+//! averaging timer of the flow ratio (measured for every strategy; only flow-monitor charges
+//! grabs by it). The CPU hog is `token_bucket::hog`, shared with the `io` suite.
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rand::rngs::SmallRng;
 use rand::RngExt;
-use rand_distr::{Distribution, Exp};
+use token_bucket::measure_window::MeasureWindow;
 use token_bucket::reactor::{monotonic_ns, Next, Task};
 use token_bucket::{FlowMonitor, Rovers, SharedTokenBucket};
 
-use crate::measure_window::MeasureWindow;
 use crate::params::Wait;
 
 /// Counters of a shard that the coordinator samples (one cache line per shard).
@@ -170,40 +169,5 @@ impl Task for FlowUpdater {
         c.flow_ratio_max
             .store(state.flow.max_ratio().to_bits(), Ordering::Relaxed);
         Next::SleepUntil(monotonic_ns() + self.period_ns)
-    }
-}
-
-/// The perf test's `hog`: sleep Exp(rest), then spin Exp(busy) without yielding.
-pub struct Hog {
-    pub busy: Exp<f64>,
-    pub rest: Exp<f64>,
-    pub rng: SmallRng,
-    pub stop: Arc<AtomicBool>,
-    pub started: bool,
-}
-
-impl Hog {
-    /// A hog with mean busy and rest times in nanoseconds.
-    pub fn new(busy_ns: f64, rest_ns: f64, rng: SmallRng, stop: Arc<AtomicBool>) -> Hog {
-        Hog {
-            busy: Exp::new(1.0 / busy_ns).expect("positive mean"),
-            rest: Exp::new(1.0 / rest_ns).expect("positive mean"),
-            rng,
-            stop,
-            started: false,
-        }
-    }
-}
-
-impl Task for Hog {
-    fn run(&mut self, _now_ns: u64) -> Next {
-        if self.started {
-            let until = monotonic_ns() + self.busy.sample(&mut self.rng) as u64;
-            while monotonic_ns() < until && !self.stop.load(Ordering::Relaxed) {
-                std::hint::spin_loop();
-            }
-        }
-        self.started = true;
-        Next::SleepUntil(monotonic_ns() + self.rest.sample(&mut self.rng) as u64)
     }
 }

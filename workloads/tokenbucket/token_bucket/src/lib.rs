@@ -8,8 +8,14 @@
 //!   request's cost when completions lag.
 //! - [`reactor`]: a cooperative single-threaded scheduler per shard, like a seastar reactor,
 //!   with microsecond timers.
+//! - [`hog`]: the perf test's CPU hog task, stalling its shard's reactor.
+//! - [`cpu_pinning`]: one shard thread per CPU, as seastar pins its reactors.
+//! - [`measure_window`]: the measured window the shards count their events in.
 
+pub mod cpu_pinning;
 pub mod flow_monitor;
+pub mod hog;
+pub mod measure_window;
 pub mod reactor;
 pub mod rovers;
 pub mod shared_token_bucket;

@@ -1,27 +1,33 @@
 //! Parameter values as the workload contract spells them (docs/workload-contract.md,
 //! "Parameter values"): specs for `describe`, parsing of `--param name=value` texts, and the
 //! precedence `--param` > scenario > default. The same rules as
-//! `workloads/timers/src/params.rs`. Every rejection is a [`BadInput`] holding one line that
+//! `workloads/timers/src/params.rs`; shared by the `tokenbucket` and `io` suites. Every rejection is a [`BadInput`] holding one line that
 //! names the bad input and the valid choices or range.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::{json, Map, Value as Json};
 
 /// A parameter's value as given or defaulted.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Int(i64),
     Float(f64),
     Choice(&'static str),
+    Bool(bool),
+    /// A `string` parameter's text (borrowed in specs and scenarios, owned from `--param`).
+    Text(Cow<'static, str>),
 }
 
 impl Value {
-    pub fn to_json(self) -> Json {
+    pub fn to_json(&self) -> Json {
         match self {
             Value::Int(v) => json!(v),
             Value::Float(v) => json!(v),
             Value::Choice(v) => json!(v),
+            Value::Bool(v) => json!(v),
+            Value::Text(v) => json!(v),
         }
     }
 }
@@ -29,9 +35,19 @@ impl Value {
 /// What values a parameter accepts.
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
-    Int { min: i64, max: i64 },
-    Float { min: f64, max: f64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
+    Float {
+        min: f64,
+        max: f64,
+    },
     Choice(&'static [&'static str]),
+    /// `true` or `false`.
+    Bool,
+    /// Any text (the workload may check it further).
+    Text,
 }
 
 /// One parameter as `describe` lists it.
@@ -72,6 +88,8 @@ fn range_text(kind: &Kind) -> String {
         Kind::Int { min, max } => format!("an integer in {min}..={max}"),
         Kind::Float { min, max } => format!("a number in {min}..={max}"),
         Kind::Choice(choices) => format!("one of {}", names(choices.iter().copied())),
+        Kind::Bool => "true or false".to_string(),
+        Kind::Text => "any text".to_string(),
     }
 }
 
@@ -171,6 +189,12 @@ fn parse_value(spec: &ParamSpec, text: &str) -> Result<Value, BadInput> {
             .find(|c| **c == text.trim())
             .map(|c| Value::Choice(c))
             .ok_or_else(bad),
+        Kind::Bool => match text.trim() {
+            "true" => Ok(Value::Bool(true)),
+            "false" => Ok(Value::Bool(false)),
+            _ => Err(bad()),
+        },
+        Kind::Text => Ok(Value::Text(Cow::Owned(text.to_string()))),
     }
 }
 
@@ -182,7 +206,7 @@ pub fn resolve_values(
     overrides: &[String],
 ) -> Result<Vec<(&'static str, Value)>, BadInput> {
     let mut values: Vec<(&'static str, Value)> =
-        specs.iter().map(|s| (s.name, s.default)).collect();
+        specs.iter().map(|s| (s.name, s.default.clone())).collect();
     let mut set = |name: &str, value: Value| {
         let slot = values
             .iter_mut()
@@ -191,7 +215,7 @@ pub fn resolve_values(
         slot.1 = value;
     };
     for (name, value) in scenario.map_or(&[][..], |s| s.params) {
-        set(name, *value);
+        set(name, value.clone());
     }
     for text in overrides {
         let Some((name, raw)) = text.split_once('=') else {
@@ -254,6 +278,12 @@ pub fn specs_json(specs: &[ParamSpec]) -> Vec<Json> {
                     obj.insert("type".into(), json!("choice"));
                     obj.insert("choices".into(), json!(choices));
                 }
+                Kind::Bool => {
+                    obj.insert("type".into(), json!("bool"));
+                }
+                Kind::Text => {
+                    obj.insert("type".into(), json!("string"));
+                }
             }
             p
         })
@@ -283,4 +313,207 @@ pub fn values_json(values: &[(&'static str, Value)]) -> Json {
             .map(|(name, value)| (name.to_string(), value.to_json()))
             .collect(),
     )
+}
+
+/// The value of `name` among resolved `values` (every spec has one).
+fn get<'a>(values: &'a [(&'static str, Value)], name: &str) -> &'a Value {
+    values
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no parameter {name}"))
+}
+
+/// The resolved value of int parameter `name`.
+pub fn int(values: &[(&'static str, Value)], name: &str) -> i64 {
+    match get(values, name) {
+        Value::Int(v) => *v,
+        other => panic!("parameter {name} is an int, got {other:?}"),
+    }
+}
+
+/// The resolved value of float parameter `name`.
+pub fn float(values: &[(&'static str, Value)], name: &str) -> f64 {
+    match get(values, name) {
+        Value::Float(v) => *v,
+        other => panic!("parameter {name} is a float, got {other:?}"),
+    }
+}
+
+/// The resolved value of choice parameter `name`.
+pub fn choice(values: &[(&'static str, Value)], name: &str) -> &'static str {
+    match get(values, name) {
+        Value::Choice(v) => v,
+        other => panic!("parameter {name} is a choice, got {other:?}"),
+    }
+}
+
+/// The resolved value of bool parameter `name`.
+pub fn boolean(values: &[(&'static str, Value)], name: &str) -> bool {
+    match get(values, name) {
+        Value::Bool(v) => *v,
+        other => panic!("parameter {name} is a bool, got {other:?}"),
+    }
+}
+
+/// The resolved value of string parameter `name`.
+pub fn text<'a>(values: &'a [(&'static str, Value)], name: &str) -> &'a str {
+    match get(values, name) {
+        Value::Text(v) => v,
+        other => panic!("parameter {name} is a string, got {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECS: &[ParamSpec] = &[
+        ParamSpec {
+            name: "n",
+            kind: Kind::Int {
+                min: -5,
+                max: 1 << 60,
+            },
+            default: Value::Int(8),
+            help: "an int",
+        },
+        ParamSpec {
+            name: "x",
+            kind: Kind::Float {
+                min: 0.0,
+                max: 10.0,
+            },
+            default: Value::Float(0.5),
+            help: "a float",
+        },
+        ParamSpec {
+            name: "mode",
+            kind: Kind::Choice(&["a", "b"]),
+            default: Value::Choice("a"),
+            help: "a choice",
+        },
+        ParamSpec {
+            name: "on",
+            kind: Kind::Bool,
+            default: Value::Bool(false),
+            help: "a bool",
+        },
+        ParamSpec {
+            name: "dir",
+            kind: Kind::Text,
+            default: Value::Text(Cow::Borrowed("")),
+            help: "a string",
+        },
+    ];
+
+    fn one(text: &str) -> Result<Vec<(&'static str, Value)>, BadInput> {
+        resolve_values(SPECS, None, &[text.to_string()])
+    }
+
+    #[test]
+    fn ints_take_every_integral_json_number_and_nothing_else() {
+        for (text, want) in [
+            ("8", 8),
+            ("8.0", 8),
+            ("1e1", 10),
+            ("0.8e1", 8),
+            ("-0", 0),
+            (" 3 ", 3),
+        ] {
+            assert_eq!(
+                int(&one(&format!("n={text}")).unwrap(), "n"),
+                want,
+                "{text}"
+            );
+        }
+        for text in [
+            "8.5", "+8", "08", "0x10", "1_000", "8.", ".5", "inf", "", "-6",
+        ] {
+            let e = one(&format!("n={text}")).unwrap_err().0;
+            assert_eq!(
+                e,
+                format!("bad value '{text}' for parameter 'n' (valid: an integer in -5..=1152921504606846976)")
+            );
+        }
+        // Beyond 2^53 only plain digits.
+        assert_eq!(
+            int(&one("n=9007199254740993").unwrap(), "n"),
+            9007199254740993
+        );
+        assert!(one("n=9007199254740993.0").is_err());
+    }
+
+    #[test]
+    fn floats_take_json_numbers_in_range() {
+        for (text, want) in [
+            ("1", 1.0),
+            ("0.25", 0.25),
+            ("2.5e-1", 0.25),
+            ("25E-2", 0.25),
+        ] {
+            assert_eq!(
+                float(&one(&format!("x={text}")).unwrap(), "x"),
+                want,
+                "{text}"
+            );
+        }
+        for text in [".5", "1.", "+1", "nan", "inf", "0x1p-2", "1e400", "11"] {
+            assert!(one(&format!("x={text}")).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn choices_and_strings() {
+        assert_eq!(choice(&one("mode=b").unwrap(), "mode"), "b");
+        assert_eq!(
+            one("mode=c").unwrap_err().0,
+            "bad value 'c' for parameter 'mode' (valid: one of a, b)"
+        );
+        assert_eq!(text(&one("dir=/tmp/x y").unwrap(), "dir"), "/tmp/x y");
+        assert!(boolean(&one("on=true").unwrap(), "on"));
+        for bad in ["yes", "1", "True"] {
+            assert_eq!(
+                one(&format!("on={bad}")).unwrap_err().0,
+                format!("bad value '{bad}' for parameter 'on' (valid: true or false)")
+            );
+        }
+        assert_eq!(text(&resolve_values(SPECS, None, &[]).unwrap(), "dir"), "");
+    }
+
+    #[test]
+    fn precedence_and_unknown_names() {
+        const S: Scenario = Scenario {
+            name: "s",
+            help: "",
+            params: &[("n", Value::Int(1)), ("x", Value::Float(2.0))],
+        };
+        let v = resolve_values(SPECS, Some(&S), &["x=3".to_string()]).unwrap();
+        assert_eq!(int(&v, "n"), 1);
+        assert_eq!(float(&v, "x"), 3.0);
+        assert_eq!(
+            one("zz=1").unwrap_err().0,
+            "unknown parameter 'zz' (valid: n, x, mode, on, dir)"
+        );
+        assert!(one("n")
+            .unwrap_err()
+            .0
+            .starts_with("bad --param 'n': expected name=value"));
+        assert_eq!(
+            find_scenario(&[S], Some("t")).unwrap_err().0,
+            "unknown scenario 't' (valid: s)"
+        );
+    }
+
+    #[test]
+    fn describe_lists_types() {
+        let j = specs_json(SPECS);
+        let types: Vec<&str> = j.iter().map(|p| p["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["int", "float", "choice", "bool", "string"]);
+        assert_eq!(j[4]["default"], "");
+        assert_eq!(
+            values_json(&resolve_values(SPECS, None, &[]).unwrap())["mode"],
+            "a"
+        );
+    }
 }

@@ -1,0 +1,80 @@
+//! Whole runs through the library, both engines, on a real file: every shard's requests
+//! resolve exactly once (also under the stall scenario's hogs), and the events come in the
+//! contract's order.
+
+mod common;
+
+use std::time::Duration;
+
+use common::ScratchFile;
+use io_bench::bench_run::{self, RunEvent};
+use io_bench::params;
+use io_bench::uring_engine;
+
+fn run(scenario: &str, strategy: &str, overrides: &[&str]) -> io_bench::metrics::Report {
+    let scratch = ScratchFile::new("run", 1 << 20);
+    let mut o: Vec<String> = vec!["file_size_mb=1".into(), "shards=2".into()];
+    o.extend(overrides.iter().map(|s| s.to_string()));
+    let p = params::resolve(Some(params::scenario(Some(scenario)).unwrap()), &o).unwrap();
+    let mut events = Vec::new();
+    let report = bench_run::run(
+        params::Strategy::from_name(strategy).unwrap(),
+        &p,
+        scratch.path_str(),
+        Duration::from_millis(50),
+        Duration::from_millis(300),
+        &mut |e| {
+            events.push(match e {
+                RunEvent::Ready => "ready",
+                RunEvent::MeasureStart => "measure_start",
+                RunEvent::MeasureEnd => "measure_end",
+            });
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(events, ["ready", "measure_start", "measure_end"]);
+    report
+}
+
+fn engines() -> Vec<&'static str> {
+    match uring_engine::unavailable() {
+        None => vec!["ioengine=psync", "ioengine=io_uring"],
+        Some(reason) => {
+            eprintln!("io_uring skipped: {reason}");
+            vec!["ioengine=psync"]
+        }
+    }
+}
+
+#[test]
+fn every_request_resolves_exactly_once_in_whole_runs() {
+    for engine in engines() {
+        for (scenario, strategy) in [
+            ("randwrite", "unlimited"),
+            ("seqread", "pure"),
+            ("stall", "capped-release"),
+            ("stall", "flow-monitor"),
+        ] {
+            let r = run(
+                scenario,
+                strategy,
+                &[engine, "parallelism=4", "iops_limit=3000"],
+            );
+            assert_eq!(r.failure(), None, "{engine} {scenario} {strategy}");
+            for s in &r.shards {
+                assert_eq!(s.dispatched, s.completed, "{engine} {scenario} {strategy}");
+            }
+            assert!(r.window_completed() > 0, "{engine} {scenario} {strategy}");
+        }
+    }
+}
+
+#[test]
+fn the_limit_bounds_a_whole_run() {
+    // 2000/s for 0.3 s plus the warm-up's share: at most the window's 600 + a bucket's fill.
+    let r = run("randread", "pure", &["iops_limit=2000"]);
+    let done = r.window_completed();
+    assert!(done <= 600 * 102 / 100 + 4, "{done}");
+    assert!(done >= 150, "{done}");
+}

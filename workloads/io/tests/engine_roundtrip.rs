@@ -1,0 +1,119 @@
+//! Both engines write a pattern through the file and read it back byte-exact, through the
+//! page cache and with O_DIRECT where the filesystem allows it; io_uring where the kernel
+//! allows it (the test says when it is skipped).
+
+mod common;
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::ScratchFile;
+use io_bench::engine::{fill_pattern, Completion, Direction, Engine, Request};
+use io_bench::params::IoEngine;
+use io_bench::shard::make_engine;
+use io_bench::uring_engine;
+
+const REQSIZE: usize = 8192;
+const SLOTS: usize = 4;
+
+fn wait_all(engine: &mut dyn Engine, n: usize) -> Vec<Completion> {
+    let mut out = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while out.len() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "requests did not complete"
+        );
+        engine.reap(&mut out, 10_000_000).unwrap();
+    }
+    assert_eq!(out.len(), n, "each request completes once");
+    out
+}
+
+fn roundtrip(kind: IoEngine, direct: bool) {
+    let scratch = ScratchFile::new("roundtrip", 1 << 20);
+    let mut options = OpenOptions::new();
+    options.read(true).write(true);
+    if direct {
+        options.custom_flags(libc::O_DIRECT);
+    }
+    let file = match options.open(&scratch.path) {
+        Ok(f) => Arc::new(f),
+        Err(e) if direct => {
+            eprintln!("skipped: O_DIRECT refused on {:?}: {e}", scratch.path);
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let mut engine = make_engine(kind, file, SLOTS, REQSIZE, "test").unwrap();
+    let offsets = [
+        0u64,
+        3 * REQSIZE as u64,
+        17 * REQSIZE as u64,
+        100 * REQSIZE as u64,
+    ];
+    let mut written = Vec::new();
+    for (slot, &offset) in offsets.iter().enumerate() {
+        fill_pattern(engine.buffer(slot), 1000 + slot as u64);
+        written.push(engine.buffer(slot).to_vec());
+        engine
+            .submit(Request {
+                slot,
+                direction: Direction::Write,
+                offset,
+            })
+            .unwrap();
+    }
+    engine.flush().unwrap();
+    for c in wait_all(engine.as_mut(), SLOTS) {
+        assert_eq!(c.result, Ok(REQSIZE), "write of slot {}", c.slot);
+    }
+    // Read back into other slots than the ones written from.
+    for slot in 0..SLOTS {
+        engine.buffer(slot).fill(0);
+        engine
+            .submit(Request {
+                slot,
+                direction: Direction::Read,
+                offset: offsets[(slot + 1) % SLOTS],
+            })
+            .unwrap();
+    }
+    engine.flush().unwrap();
+    for c in wait_all(engine.as_mut(), SLOTS) {
+        assert_eq!(c.result, Ok(REQSIZE), "read of slot {}", c.slot);
+    }
+    for slot in 0..SLOTS {
+        assert!(
+            engine.buffer(slot) == written[(slot + 1) % SLOTS].as_slice(),
+            "{kind:?} direct={direct}: slot {slot} read back other bytes than were written"
+        );
+    }
+    drop(engine);
+    // And the file itself holds them (through a plain read).
+    let data = std::fs::read(&scratch.path).unwrap();
+    for (slot, &offset) in offsets.iter().enumerate() {
+        let at = offset as usize;
+        assert_eq!(&data[at..at + REQSIZE], written[slot].as_slice());
+    }
+    // Bytes nobody wrote kept the file's pattern.
+    assert_eq!(data[REQSIZE], (REQSIZE % 251) as u8);
+}
+
+#[test]
+fn psync_reads_back_what_it_wrote() {
+    roundtrip(IoEngine::Psync, false);
+    roundtrip(IoEngine::Psync, true);
+}
+
+#[test]
+fn io_uring_reads_back_what_it_wrote() {
+    if let Some(reason) = uring_engine::unavailable() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    roundtrip(IoEngine::IoUring, false);
+    roundtrip(IoEngine::IoUring, true);
+}

@@ -1,0 +1,158 @@
+//! The verbs of a suite's binary (`describe`, `run`, `check`), their arguments, the
+//! window's seconds, and clap's usage errors as one line with exit 2.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::param_values::BadInput;
+
+/// Longest measured window or warm-up accepted, in seconds.
+pub const MAX_SECONDS: f64 = 86_400.0;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// What the binary was asked to do.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Print the workload description (strategies, scenarios, parameters, metrics) as JSON.
+    Describe,
+    /// Run one strategy, print JSON events and the result.
+    Run(RunArgs),
+    /// Check `run`'s arguments as `run` does (exit 0, or 2 naming the bad input); runs nothing.
+    Check(RunArgs),
+}
+
+/// `run`'s and `check`'s arguments.
+#[derive(Args)]
+pub struct RunArgs {
+    /// Strategy (see `describe`).
+    #[arg(long)]
+    pub strategy: String,
+    /// Scenario (default: the first of `describe`).
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Parameter override, repeatable.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
+    /// Length of the measured window in seconds.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub duration_s: String,
+    /// Length of the warm-up in seconds.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub warmup_s: String,
+    /// After printing `ready`, wait for one line on stdin before starting.
+    #[arg(long)]
+    pub gate: bool,
+}
+
+impl RunArgs {
+    /// The measured window's length (`--duration-s`, > 0).
+    pub fn duration(&self) -> Result<Duration, BadInput> {
+        seconds("duration-s", &self.duration_s, true)
+    }
+
+    /// The warm-up's length (`--warmup-s`, >= 0).
+    pub fn warmup(&self) -> Result<Duration, BadInput> {
+        seconds("warmup-s", &self.warmup_s, false)
+    }
+}
+
+/// Parses the command line of the binary `name` (`about` is its help line). Help and
+/// version are printed and become `Err(0)`; a usage error is one line and `Err(2)`.
+pub fn parse(
+    name: &'static str,
+    version: &'static str,
+    about: &'static str,
+) -> Result<Command, ExitCode> {
+    let matches = Cli::command()
+        .name(name)
+        .bin_name(name)
+        .version(version)
+        .about(about)
+        .try_get_matches();
+    matches
+        .and_then(|m| Cli::from_arg_matches(&m))
+        .map(|cli| cli.command)
+        .map_err(clap_error)
+}
+
+/// Help and version go out as clap prints them; usage errors become one line, exit 2.
+fn clap_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!("error: missing command (valid: describe, run, check)");
+            return ExitCode::from(2);
+        }
+        _ => {}
+    }
+    let rendered = e.render().to_string();
+    let first_paragraph = rendered.split("\n\n").next().unwrap_or_default();
+    eprintln!(
+        "{}",
+        first_paragraph
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    ExitCode::from(2)
+}
+
+/// Seconds of `--flag` in [0, MAX_SECONDS], or (0, MAX_SECONDS] when `min_exclusive`.
+pub fn seconds(flag: &str, text: &str, min_exclusive: bool) -> Result<Duration, BadInput> {
+    let bad = || {
+        let range = if min_exclusive { "(0" } else { "[0" };
+        BadInput(format!(
+            "bad value '{text}' for --{flag} (valid: seconds in {range}, {MAX_SECONDS}])"
+        ))
+    };
+    let v: f64 = text.trim().parse().map_err(|_| bad())?;
+    let low_ok = if min_exclusive { v > 0.0 } else { v >= 0.0 };
+    if !v.is_finite() || !low_ok || v > MAX_SECONDS {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+/// Bad input: its one line on stderr, exit 2.
+pub fn bad_input(e: &BadInput) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(2)
+}
+
+/// A failed run: the reason on stderr, exit 1.
+pub fn failed(reason: &str) -> ExitCode {
+    eprintln!("error: {reason}");
+    ExitCode::FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_checked() {
+        assert_eq!(
+            seconds("d", "1.5", true).unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(seconds("w", "0", false).unwrap(), Duration::ZERO);
+        assert_eq!(
+            seconds("d", "0", true).unwrap_err().0,
+            "bad value '0' for --d (valid: seconds in (0, 86400])"
+        );
+        for bad in ["-1", "nan", "inf", "x", "86401"] {
+            assert!(seconds("w", bad, false).is_err(), "{bad}");
+        }
+    }
+}
