@@ -106,8 +106,10 @@ def test_gated_run_prints_the_events_in_order_and_fio_is_the_ready_pid(scratch: 
     assert result["bw_bytes"] == pytest.approx(result["read"]["bw_bytes"])
     assert result["cpu_ns_per_op"] > 0
     assert sum(result["clat_hist"]["counts"]) == result["ops"]
-    # The window is the harness's: within 0.3 s of the 1 s asked for, on a busy machine too.
-    assert 0.7 <= result["window_s"] <= 1.6
+    # fio's window, between its two snapshots; each snapshot follows its event (no bound
+    # on how long: a busy machine delays fio's helper thread)
+    assert result["window_s"] > 0
+    assert result["snapshot_lag_ms"]["start"] >= 0 and result["snapshot_lag_ms"]["end"] >= 0
     assert result["params"]["file_size_mb"] == SIZE_MB
 
 
@@ -116,10 +118,11 @@ def test_poisson_rate_holds_rate_iops(scratch: Path) -> None:
     assert done.returncode == 0, done.stderr
     result = _events(done.stdout)[-1]
     assert result["params"]["rate_iops"] == "400"
-    # 400/s over the window: Poisson counts of ~800 have a standard deviation of ~28;
-    # allow 25% for a busy machine's lag (fio's rate never runs ahead of its schedule).
+    # 400/s over fio's window: Poisson counts of ~800 have a standard deviation of ~28
+    # (+15% is over 4 of them); -25% for a busy machine's lag (fio's rate does not run
+    # ahead of its schedule).
     expected = 400 * result["window_s"]
-    assert 0.75 * expected <= result["ops"] <= 1.1 * expected
+    assert 0.75 * expected <= result["ops"] <= 1.15 * expected
 
 
 def test_mixed_directions_are_summed_and_reported_each(scratch: Path) -> None:

@@ -71,7 +71,8 @@ def test_a_snapshot_sums_jobs_per_direction(documents: list[dict[str, Any]]) -> 
 
 def test_the_window_is_the_difference_of_two_snapshots(documents: list[dict[str, Any]]) -> None:
     start, end = json_plus.snapshot(documents[0]), json_plus.snapshot(documents[1])
-    metrics = json_plus.window_metrics(start, end, cpu_ns=1_000_000)
+    cpu = json_plus.CpuWindow(cpu_ns=1_000_000, window_s=0.5)
+    metrics = json_plus.window_metrics(start, end, cpu)
     window_s = (documents[1]["timestamp_ms"] - documents[0]["timestamp_ms"]) / 1000
     assert metrics["window_s"] == pytest.approx(window_s)
     read, write = metrics["read"], metrics["write"]
@@ -87,7 +88,8 @@ def test_the_window_is_the_difference_of_two_snapshots(documents: list[dict[str,
     assert metrics["ops"] == read["ops"] + write["ops"]
     assert metrics["iops"] == pytest.approx(read["iops"] + write["iops"])
     assert metrics["bw_bytes"] == pytest.approx(read["bw_bytes"] + write["bw_bytes"])
-    assert metrics["cpu_ns_per_op"] == pytest.approx(1_000_000 / metrics["ops"])
+    # a ratio of rates: CPU ns per second of the wrapper's window / IOs per second of fio's
+    assert metrics["cpu_ns_per_op"] == pytest.approx(1_000_000 / 0.5 / metrics["iops"])
     assert "trim" not in metrics
 
 
@@ -95,7 +97,7 @@ def test_summed_latency_comes_from_the_merged_bins_not_added_percentiles(
     documents: list[dict[str, Any]],
 ) -> None:
     start, end = json_plus.snapshot(documents[0]), json_plus.snapshot(documents[1])
-    metrics = json_plus.window_metrics(start, end, cpu_ns=None)
+    metrics = json_plus.window_metrics(start, end, cpu=None)
     merged = json_plus.difference(start, end)
     bins = merged["read"].bins + merged["write"].bins
     assert metrics["latency_ns"] == json_plus.percentiles(bins)

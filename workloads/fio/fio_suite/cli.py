@@ -186,30 +186,50 @@ def run(request: Request, work: Path) -> dict[str, Any]:
         fio.go(SNAPSHOT_TIMEOUT_S)
         started = time.monotonic()
         fio.sleep_until(started + request.warmup_s)
-        cpu_start = fio.cpu_ns()
-        emit({"event": "measure_start"})
-        start = fio.snapshot(1, SNAPSHOT_TIMEOUT_S)
+        first = _edge(fio, "measure_start", 1)
         fio.sleep_until(started + request.warmup_s + request.duration_s)
-        cpu_end = fio.cpu_ns()
-        emit({"event": "measure_end"})
-        end = fio.snapshot(2, SNAPSHOT_TIMEOUT_S)
+        last = _edge(fio, "measure_end", 2)
         fio.stop(STOP_GRACE_S)
     finally:
         fio.kill()
-    if end.job_errors:
-        name, code = end.job_errors[0]
+    if last.snapshot.job_errors:
+        name, code = last.snapshot.job_errors[0]
         raise RunError(fio.failure(f"fio job {name} failed: {os.strerror(code)} (error {code})"))
-    cpu = cpu_end - cpu_start if cpu_start is not None and cpu_end is not None else None
-    metrics = json_plus.window_metrics(start, end, cpu)
+    cpu = None
+    if first.cpu_ns is not None and last.cpu_ns is not None:
+        cpu = json_plus.CpuWindow(last.cpu_ns - first.cpu_ns, last.monotonic - first.monotonic)
+    metrics = json_plus.window_metrics(first.snapshot, last.snapshot, cpu)
     return {
         "event": "result",
         "strategy": request.strategy,
         "scenario": request.scenario,
         "params": request.params.as_json(),
         **metrics,
-        "errors": len(end.job_errors),
-        "fio_version": end.version,
+        "snapshot_lag_ms": {"start": first.lag_ms(), "end": last.lag_ms()},
+        "errors": len(last.snapshot.job_errors),
+        "fio_version": last.snapshot.version,
     }
+
+
+@dataclass(frozen=True)
+class _Edge:
+    """A window edge: when the wrapper emitted it, fio's CPU time then, fio's snapshot."""
+
+    monotonic: float
+    wall_ms: float
+    cpu_ns: int | None
+    snapshot: json_plus.Snapshot
+
+    def lag_ms(self) -> float:
+        """How long after the event fio took its snapshot (fio's ms wall clock)."""
+        return max(self.snapshot.timestamp_ms - self.wall_ms, 0.0)
+
+
+def _edge(fio: Fio, event: str, number: int) -> _Edge:
+    cpu_ns = fio.cpu_ns()
+    monotonic, wall_ms = time.monotonic(), time.time() * 1000
+    emit({"event": event})
+    return _Edge(monotonic, wall_ms, cpu_ns, fio.snapshot(number, SNAPSHOT_TIMEOUT_S))
 
 
 def _on_sigterm(signum: int, frame: object) -> None:

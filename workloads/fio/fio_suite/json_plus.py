@@ -147,9 +147,22 @@ def direction_figures(totals: DirectionTotals, window_s: float) -> dict[str, Any
     return figures
 
 
-def window_metrics(start: Snapshot, end: Snapshot, cpu_ns: int | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CpuWindow:
+    """fio's CPU time over the wrapper's own window (its edges are a moment before fio's
+    snapshots: the signal's delivery, fio's helper thread waking up)."""
+
+    cpu_ns: int
+    window_s: float
+
+
+def window_metrics(start: Snapshot, end: Snapshot, cpu: CpuWindow | None) -> dict[str, Any]:
     """The result's metrics of the window between two snapshots: summed over directions
-    (latency from the merged bins), each active direction on its own, and CPU per op."""
+    (latency from the merged bins), each active direction on its own, and CPU per op.
+
+    CPU per op is a ratio of rates, CPU ns per second of the wrapper's window over IOs per
+    second of fio's: the two windows differ by the snapshots' lag, which a busy machine can
+    stretch, and a count of one window divided into the CPU of the other would not."""
     window_s = (end.timestamp_ms - start.timestamp_ms) / 1000.0
     if window_s <= 0:
         raise FioOutputError(f"fio's snapshots are {window_s * 1000:g} ms apart")
@@ -165,8 +178,8 @@ def window_metrics(start: Snapshot, end: Snapshot, cpu_ns: int | None) -> dict[s
             metrics[name] = direction_figures(totals, window_s)
     metrics["window_s"] = window_s
     metrics["clat_hist"] = clat_histogram(merged.bins)
-    if cpu_ns is not None and merged.ios > 0:
-        metrics["cpu_ns_per_op"] = cpu_ns / merged.ios
+    if cpu is not None and cpu.window_s > 0 and merged.ios > 0:
+        metrics["cpu_ns_per_op"] = cpu.cpu_ns / cpu.window_s / metrics["iops"]
     return metrics
 
 
