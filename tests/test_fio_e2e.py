@@ -98,7 +98,8 @@ def test_gated_run_prints_the_events_in_order_and_fio_is_the_ready_pid(scratch: 
     assert result["strategy"] == "randread-4k"
     assert result["fio_version"].startswith("fio-")
     assert result["ops"] == result["read"]["ops"] > 0
-    assert "write" not in result
+    assert result["write"]["ops"] == result["write"]["iops"] == 0
+    assert "latency_ns" not in result["write"]
     assert result["iops"] == pytest.approx(result["ops"] / result["window_s"])
     latency = result["latency_ns"]
     assert 0 < latency["p50"] <= latency["p90"] <= latency["p99"] <= latency["p999"]

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DIRECTIONS = ("read", "write", "trim")
+# Reported even without IOs (zeros, no latency): describe declares their rates.
+ALWAYS_REPORTED = ("read", "write")
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9))
 _DOCUMENT_START = '{\n  "fio version"'
 
@@ -158,7 +160,8 @@ class CpuWindow:
 
 def window_metrics(start: Snapshot, end: Snapshot, cpu: CpuWindow | None) -> dict[str, Any]:
     """The result's metrics of the window between two snapshots: summed over directions
-    (latency from the merged bins), each active direction on its own, and CPU per op.
+    (latency from the merged bins), each direction on its own (read and write always, their
+    latency only with IOs; trim only with IOs), and CPU per op.
 
     CPU per op is a ratio of rates, CPU ns per second of the wrapper's window over IOs per
     second of fio's: the two windows differ by the snapshots' lag, which a busy machine can
@@ -174,7 +177,7 @@ def window_metrics(start: Snapshot, end: Snapshot, cpu: CpuWindow | None) -> dic
         merged.bins.update(totals.bins)
     metrics = direction_figures(merged, window_s)
     for name, totals in window.items():
-        if totals.ios > 0:
+        if totals.ios > 0 or name in ALWAYS_REPORTED:
             metrics[name] = direction_figures(totals, window_s)
     metrics["window_s"] = window_s
     metrics["clat_hist"] = clat_histogram(merged.bins)
