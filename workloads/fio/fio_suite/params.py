@@ -94,8 +94,8 @@ def param_specs() -> list[dict[str, Any]]:
         {"name": "dir", "type": "string", "default": "",
          "help": "folder of the scratch file; \"\" = <results>/scratch/"},
         {"name": "job_file", "type": "string", "default": "",
-         "help": "with --strategy custom: the fio job file to run (absolute, or relative to "
-         "the working directory)"},
+         "help": "with --strategy custom: the fio job file to run (an absolute path: the "
+         "harness runs fio-bench in the suite's folder)"},
         {"name": "fio_options", "type": "string", "default": "",
          "help": "more fio options, space-separated name=value or name, e.g. "
          "'norandommap randrepeat=0'"},
