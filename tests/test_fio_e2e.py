@@ -47,6 +47,7 @@ def _env(scratch: Path | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "HARNESS_SCRATCH_FILE"}
     if scratch is not None:
         env["HARNESS_SCRATCH_FILE"] = str(scratch)
+        env["TMPDIR"] = str(scratch.parent)  # a SIGKILLed wrapper's folder stays in tmp_path
     return env
 
 
