@@ -104,8 +104,8 @@ lint: python-env
 	cd $(POOLS) && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above" >&2; exit 1; }
 	cd $(POOLS) && go vet ./...
 	cd $(POOLS_VITESS) && go vet -tags goexperiment.swissmap ./...
-	$(VENV)/bin/ruff check harness tests
-	$(VENV)/bin/ruff format --check harness tests
+	$(VENV)/bin/ruff check harness tests workloads/fio
+	$(VENV)/bin/ruff format --check harness tests workloads/fio
 	$(VENV)/bin/mypy
 
 test-rust:
