@@ -67,7 +67,7 @@ def add_parser(commands: Commands) -> None:
         "--strategies",
         type=names,
         metavar="A,B",
-        help="comma-separated strategies (default: all the suite's strategies)",
+        help="comma-separated strategies (default: those of suite.toml [bench], else all the suite's strategies)",
     )
     p.add_argument(
         "--scenario",
@@ -160,7 +160,7 @@ def handle(args: argparse.Namespace) -> int:
     plan = build_plan(
         suite,
         description,
-        strategies=args.strategies,
+        strategies=args.strategies or suite.bench.strategies,
         scenarios=args.scenario or suite.bench.scenarios,
         sweep=sweep,
         duration_s=args.duration_s,
