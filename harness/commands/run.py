@@ -67,7 +67,10 @@ def add_parser(commands: Commands) -> None:
         "--strategies",
         type=names,
         metavar="A,B",
-        help="comma-separated strategies (default: those of suite.toml [bench], else all the suite's strategies)",
+        help=(
+            "comma-separated strategies (default: those of suite.toml [bench], "
+            "else all the suite's strategies)"
+        ),
     )
     p.add_argument(
         "--scenario",
