@@ -1,22 +1,27 @@
 """`harness`: list, build, run and compare benchmark suites. Each verb is a module of
-harness/commands/ with its parser and its handler; this one assembles them."""
+harness/commands/ with its parser and its handler; this one assembles them. A command line
+that names its verb imports that verb's module alone: the others pull in scipy, matplotlib
+and SQLAlchemy, seconds of start-up for every `harness` call."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
-from harness.commands import bench, build, compare, dashboard, doctor, history, probe, report, run
-from harness.commands import list as list_suites
 from harness.commands.parsing import EXIT_CODES, EXIT_INTERRUPTED, FORMATTER, Parser, help_text
 from harness.errors import HarnessError
 
 # In the order `harness --help` lists them.
-VERBS = (list_suites, build, run, bench, probe, compare, report, history, dashboard, doctor)
+VERBS = (
+    *("list", "build", "run", "bench", "probe", "compare", "report", "history", "dashboard"),
+    "doctor",
+)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every verb's, or only the verb `only`'s."""
     parser = Parser(
         prog="harness",
         formatter_class=FORMATTER,
@@ -38,14 +43,15 @@ def build_parser() -> argparse.ArgumentParser:
         + EXIT_CODES,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for verb in VERBS:
-        verb.add_parser(commands)
+    for verb in VERBS if only is None else (only,):
+        importlib.import_module(f"harness.commands.{verb}").add_parser(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(args_list)
+    named = args_list[0] if args_list and args_list[0] in VERBS else None
+    args = build_parser(named).parse_args(args_list)
     args.command_line = ["harness", *args_list]
     try:
         code: int = args.handler(args)

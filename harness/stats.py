@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 ALPHA = 0.05
 CONFIDENCE = 0.95
@@ -127,6 +126,8 @@ def smallest_p(n1: int, n2: int) -> float:
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     """Two-sided Mann-Whitney U p-value, exact for small samples."""
+    from scipy import stats as sps  # here: a second of start-up that most commands never use
+
     x = np.asarray(a, dtype=float)
     y = np.asarray(b, dtype=float)
     pooled = np.concatenate([x, y])

@@ -23,7 +23,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.text import Text
-from scipy import stats as sps
 
 from harness.format.numbers import DASH, human_ratio, percent
 from harness.probes import bpfstats
@@ -87,6 +86,8 @@ def interval(ratios: Sequence[float]) -> dict[str, Any]:
     if n < 2 or all(v == 0 for v in logs):
         reason = "one round only" if n < 2 else "every round's ratio is 1"
     else:
+        from scipy import stats as sps  # here: a second of start-up most commands never use
+
         p = float(sps.wilcoxon(logs, alternative="two-sided", method="auto").pvalue)
         if smallest_paired_p(n) >= ALPHA:
             reason = (

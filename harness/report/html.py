@@ -22,7 +22,6 @@ from harness.format.numbers import DASH, TIMES, human, human_ratio, percent
 from harness.probes import bpfstats, registry
 from harness.probes.overhead_pairs import overhead_cpu_shares, paired_text
 from harness.report import data
-from harness.report.charts import write_charts
 from harness.report.data import Code, Finding, Flame, Labeller
 from harness.results import write_atomic
 from harness.rundoc.files import run_file
@@ -220,6 +219,8 @@ class Page:
     def charts(self) -> None:
         """Charts first (harness/report/charts.py): per scenario, the ratios to the baseline
         with their intervals, then the latency percentiles; the CPU-per-op note under them."""
+        from harness.report.charts import write_charts  # matplotlib: only when drawing
+
         drawn = write_charts(self.doc, self.run_dir)
         if not drawn:
             return

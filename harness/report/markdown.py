@@ -18,7 +18,6 @@ from harness.format.figures import p_text, ratio_texts, summary_texts
 from harness.format.metrics import ratio_metric, report_labels
 from harness.format.numbers import DASH
 from harness.report import data
-from harness.report.charts import write_charts
 from harness.report.data import Code, Finding, Labeller
 from harness.results import write_atomic
 from harness.rundoc.files import run_file
@@ -119,6 +118,8 @@ class Summary:
     def charts(self) -> None:
         """Charts first: each scenario's ratios to the baseline and latency percentiles
         (harness/report/charts.py), and the CPU-per-op note."""
+        from harness.report.charts import write_charts  # matplotlib: only when drawing
+
         for chart in write_charts(self.doc, self.run_dir):
             href = run_file(self.run_dir, chart.path)
             if href is not None:

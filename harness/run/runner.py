@@ -12,7 +12,6 @@ from rich.console import Console
 
 from harness import cpuset
 from harness.describe import plain_number
-from harness.plots import write_plots
 from harness.probes import overhead
 from harness.probes.metrics import op_count, per_op_metrics
 from harness.probes.probe import ProbeResult
@@ -148,6 +147,8 @@ def execute(
             record.write()
             progress.finished(step, outcome)
     _profiles(plan, record, console)
+    from harness.plots import write_plots  # matplotlib: only when drawing
+
     record.set_plots(write_plots(record.run_dir, record.run.cells, plan.description.plots))
     return record.finish(interrupted)
 
