@@ -46,8 +46,11 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 
 inferno: $(TOOLS)/.inferno-$(INFERNO_VERSION)
 
+# Its build goes to the user's cache, not the clone: a second clone of the repo on this
+# machine (CI's) installs it in seconds instead of compiling it again.
 $(TOOLS)/.inferno-$(INFERNO_VERSION):
-	cargo install --quiet --locked inferno --version $(INFERNO_VERSION) --root $(TOOLS)
+	CARGO_TARGET_DIR=$${XDG_CACHE_HOME:-$$HOME/.cache}/harness/inferno-$(INFERNO_VERSION) \
+		cargo install --quiet --locked inferno --version $(INFERNO_VERSION) --root $(TOOLS)
 	touch $@
 
 # The lettuce suite's Maven dependencies and plugins, fetched once into its repo-local

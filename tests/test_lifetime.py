@@ -266,9 +266,10 @@ def test_repeats_and_sweeps_are_bounded(harness_env: dict[str, str]) -> None:
         "harness: error: the plan has 10,002 cells (strategies x scenarios x swept values), "
         "more than the 10,000 a run may have: sweep fewer values\n"
     )
+    # sleepy's [bench] strategies (slow, fast) x 200 rates.
     done = run_harness(["run", "sleepy", "--repeat", "1000", *sweep[:400]], harness_env)
     assert done.returncode == 2
-    assert "the plan runs 1,000,000 repeats (1,000 cells x 1000), more than the 100,000" in (
+    assert "the plan runs 400,000 repeats (400 cells x 1000), more than the 100,000" in (
         done.stderr
     )
     assert not runs_dir(harness_env).exists()
