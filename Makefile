@@ -11,9 +11,9 @@ TOKENBUCKET := workloads/tokenbucket
 # the real vitess smartconnpool: a module of its own (see workloads/pools/suite.toml)
 POOLS_VITESS := workloads/pools/vitess
 LETTUCE := workloads/lettuce
-# Rust crates of the io work (issue #13): the shared suite CLI and the io suite, each a
-# workspace of its own; linted and tested once they are in the tree.
-RUST_EXTRA := workloads/suite_cli workloads/io
+# the Rust suites' shared command line (tokenbucket and io use it), a workspace of its own
+SUITE_CLI := workloads/suite_cli
+IO := workloads/io
 # Flame graph tools from crates.io, pinned, installed into the repo (not the user's ~/.cargo).
 INFERNO_VERSION := 0.12.8
 TOOLS := .tools
@@ -102,8 +102,10 @@ lint: python-env
 	cd $(TIMERS) && cargo clippy --locked --manifest-path legacy/Cargo.toml -- -D warnings
 	cd $(TOKENBUCKET) && cargo fmt --all --check
 	cd $(TOKENBUCKET) && cargo clippy --locked --workspace --all-targets -- -D warnings
-	for crate in $(RUST_EXTRA); do [ ! -f $$crate/Cargo.toml ] || ( cd $$crate && \
-		cargo fmt --all --check && cargo clippy --locked --workspace --all-targets -- -D warnings ); done
+	cd $(SUITE_CLI) && cargo fmt --all --check
+	cd $(SUITE_CLI) && cargo clippy --locked --workspace --all-targets -- -D warnings
+	cd $(IO) && cargo fmt --all --check
+	cd $(IO) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(POOLS) && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above" >&2; exit 1; }
 	cd $(POOLS) && go vet ./...
 	cd $(POOLS_VITESS) && go vet -tags goexperiment.swissmap ./...
@@ -115,8 +117,8 @@ test-rust:
 	cd $(TIMERS) && cargo test --locked --workspace
 	cd $(TIMERS) && cargo test --locked --manifest-path legacy/Cargo.toml
 	cd $(TOKENBUCKET) && cargo test --locked --workspace
-	for crate in $(RUST_EXTRA); do [ ! -f $$crate/Cargo.toml ] || ( cd $$crate && \
-		cargo test --locked --workspace ); done
+	cd $(SUITE_CLI) && cargo test --locked --workspace
+	cd $(IO) && cargo test --locked --workspace
 
 # A loom run that runs no test (a cfg that compiles every model out, a filter that matches
 # nothing) passes in cargo's eyes: it must report at least one passed test here.
@@ -151,5 +153,5 @@ schema: python-env
 
 clean:
 	rm -rf $(VENV) $(TIMERS)/target $(TOKENBUCKET)/target $(TOOLS) $(POOLS)/bin $(LETTUCE)/*/target \
-		$(addsuffix /target,$(RUST_EXTRA))
+		$(SUITE_CLI)/target $(IO)/target
 	$(MAKE) -C bpf clean
