@@ -4,11 +4,15 @@ its ETA covers the suites still to come."""
 from __future__ import annotations
 
 import io
+import json
+from datetime import datetime
 
 import pytest
 from conftest import run_harness, runs_dir
 from rich.console import Console
 
+from harness.probes import overhead
+from harness.probes.probe import ProbeSpec
 from harness.run.progress import Step, make_progress
 from harness.run.repeat import Outcome
 
@@ -24,14 +28,43 @@ def test_bench_plan_prints_cells_repeats_and_the_estimate_and_runs_nothing(
     assert lines[0].startswith("bench plan (")
     # sleepy's [bench]: 2 strategies x 2 rates, 2 repeats of 0.05 + 0.2 s (+ 0.5 s start-up).
     assert "sleepy: 4 cells" in lines[1] and "x 2 repeats" in lines[1]
-    assert lines[-1].strip() == "estimated duration: 0:06 (start-up 0.5 s a repeat)"
+    assert "start-up 0.5 s a repeat: no earlier run of it here" in lines[1]
+    assert lines[-1].strip() == "estimated duration: 0:06"
     assert not runs_dir(harness_env).exists() or not any(runs_dir(harness_env).iterdir())
 
 
-def test_a_bench_prints_its_plan_before_it_starts(harness_env: dict[str, str]) -> None:
-    done = run_harness(["bench", "--quick"], harness_env)
+def test_a_bench_prints_its_plan_before_it_starts_and_the_next_learns_its_start_up(
+    harness_env: dict[str, str],
+) -> None:
+    done = run_harness(["bench", "--quick", "--probes", "none"], harness_env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("bench plan (")
+    (run_dir,) = runs_dir(harness_env).iterdir()
+    run = json.loads((run_dir / "run.json").read_text())
+    took = (_when(run["finished_at"]) - _when(run["started_at"])).total_seconds()
+    config = run["config"]
+    steps = len(run["cells"]) * config["repeats"]
+    startup = took / steps - config["warmup_s"] - config["duration_s"]
+
+    plan = run_harness(["bench", "--plan"], harness_env).stdout.splitlines()
+    assert f"start-up {max(startup, 0):.1f} s a repeat, as in run {run['run_id']}" in plan[1]
+
+    # A run on a machine with other CPUs, or one that did not end well, teaches nothing.
+    for key, value in (("host", {**run["host"], "logical_cpus": 999}), ("status", "failed")):
+        (run_dir / "run.json").write_text(json.dumps({**run, key: value}))
+        plan = run_harness(["bench", "--plan"], harness_env).stdout.splitlines()
+        assert "no earlier run of it here" in plan[1], key
+
+
+def _when(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def test_variant_count_is_the_number_of_variants() -> None:
+    specs = tuple(ProbeSpec(name) for name in ("sched", "futex", "oncpu"))
+    for n in range(len(specs) + 1):
+        for measure in (False, True):
+            assert overhead.variant_count(n, measure) == len(overhead.variants(specs[:n], measure))
 
 
 def test_the_eta_includes_the_suites_still_to_come() -> None:

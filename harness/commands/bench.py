@@ -18,7 +18,7 @@ from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
 from harness.probes.probe import ProbeSpec
-from harness.run.estimate import plan_lines, planned_s
+from harness.run.estimate import learn_startup, plan_lines, planned_s
 from harness.run.plan import Plan, plan_matrix
 from harness.run.preflight import preflight
 from harness.runlock import RunLock
@@ -76,7 +76,7 @@ def handle(args: argparse.Namespace) -> int:
     out_dir = results_root() / "runs"
     slack_s = deadline_slack_s()
     cpus = os.cpu_count() or 1
-    plans = _plans(suites, args, cpus, probes)
+    plans = learn_startup(_plans(suites, args, cpus, probes), out_dir, cpus)
     if args.plan:
         print("\n".join(plan_lines(plans, cpus)))
         return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
 from harness.run.bounds import MAX_CELLS, MAX_REPEATS, MAX_STEPS
+from harness.run.estimate import learn_startup
 from harness.run.plan import ORDERS, build_plan
 from harness.run.preflight import preflight
 from harness.rundoc import jsonfile
@@ -176,6 +178,7 @@ def handle(args: argparse.Namespace) -> int:
         profile=profile_settings(args),
         cpuset=parse_cpuset(args.cpuset, roles_of(description), online_cpus()),
     )
+    (plan,) = learn_startup([plan], out_dir, os.cpu_count() or 1)  # for the ETA
     preflight([plan], out_dir)  # bad input is exit 2 also while another run holds the lock
     with RunLock(lock_path(), " ".join(args.command_line)):
         table_console = consoles.stderr() if args.json else consoles.stdout()

@@ -21,6 +21,13 @@ METRIC = "ops_per_sec"
 Variant = tuple[str, tuple[ProbeSpec, ...]]
 
 
+def variant_count(probes: int, overhead: bool) -> int:
+    """How many variants `variants` gives for that many probes."""
+    if not overhead or not probes:
+        return 1
+    return 2 + probes if probes > 1 else 2
+
+
 def variants(specs: tuple[ProbeSpec, ...], overhead: bool) -> list[Variant]:
     """The probe sets each repeat of a cell runs with, the main one (all probes) last.
 

@@ -1,22 +1,78 @@
 """What a bench will take before it starts: per suite its cells, repeats and estimated
-seconds (repeats x (warm-up + duration + start-up) per cell and probe variant)."""
+seconds (repeats x (warm-up + duration + start-up) per cell and probe variant).
+
+The start-up of a repeat (spawning, probes, its share of the report) is learned from the
+newest complete run of the suite in the results on a machine with as many CPUs: its length
+over its repeats, less their warm-up and duration. Until one exists it is the plan's
+STARTUP_ESTIMATE_S, which is short for suites with probes or a JVM.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
 
 from harness.probes import overhead
 from harness.run.memlimit import human
 from harness.run.plan import Plan
-from harness.run.progress import STARTUP_ESTIMATE_S
 from harness.run.scratch import plan_files
+from harness.rundoc.jsonfile import RunLoadError, load_run
+from harness.rundoc.model import RunDoc
+
+# How far back the results are searched for a suite's last run: a night's runs and then some.
+LOOKBACK_RUNS = 40
+
+
+def steps(plan: Plan) -> int:
+    return len(plan.cells) * plan.repeats * len(overhead.variants(plan.probes, plan.probe_overhead))
 
 
 def planned_s(plan: Plan) -> float:
-    steps = (
-        len(plan.cells) * plan.repeats * len(overhead.variants(plan.probes, plan.probe_overhead))
-    )
-    return steps * (plan.warmup_s + plan.duration_s + STARTUP_ESTIMATE_S)
+    return steps(plan) * (plan.warmup_s + plan.duration_s + plan.startup_s)
+
+
+def learn_startup(plans: Sequence[Plan], runs_dir: Path, cpus: int) -> list[Plan]:
+    """The plans with the start-up each suite's newest complete run here took per repeat."""
+    wanted = {plan.suite.name for plan in plans}
+    learned: dict[str, tuple[float, str]] = {}
+    folders = sorted((p for p in runs_dir.glob("*/run.json")), reverse=True)
+    for file in folders[:LOOKBACK_RUNS]:
+        if wanted <= learned.keys():
+            break
+        try:
+            run = load_run(file)
+        except RunLoadError:
+            continue
+        if run.suite in wanted and run.suite not in learned:
+            startup = _startup_s(run, cpus)
+            if startup is not None:
+                learned[run.suite] = (startup, run.run_id)
+    return [
+        replace(
+            plan, startup_s=learned[plan.suite.name][0], startup_from=learned[plan.suite.name][1]
+        )
+        if plan.suite.name in learned
+        else plan
+        for plan in plans
+    ]
+
+
+def _startup_s(run: RunDoc, cpus: int) -> float | None:
+    if run.status != "complete" or run.finished_at is None or run.host.logical_cpus != cpus:
+        return None
+    config = run.config
+    variants = overhead.variant_count(len(config.probes), config.probe_overhead)
+    count = len(run.cells) * config.repeats * variants
+    if count == 0:
+        return None
+    took = (_when(run.finished_at) - _when(run.started_at)).total_seconds()
+    return max(0.0, took / count - config.warmup_s - config.duration_s)
+
+
+def _when(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 def clock(seconds: float) -> str:
@@ -33,11 +89,17 @@ def plan_lines(plans: Sequence[Plan], cpus: int) -> list[str]:
             f"  {plan.suite.name}: {len(plan.cells)} cells ({len(plan.strategies)} strategies"
             f" x {len(plan.scenarios)} scenarios x parameters) x {plan.repeats} repeats of "
             f"{plan.warmup_s:g} s warm-up + {plan.duration_s:g} s: about {clock(planned_s(plan))}"
-            + _scratch(plan)
+            f" ({_startup(plan)})" + _scratch(plan)
         )
     total = sum(planned_s(plan) for plan in plans)
-    lines.append(f"  estimated duration: {clock(total)} (start-up {STARTUP_ESTIMATE_S} s a repeat)")
+    lines.append(f"  estimated duration: {clock(total)}")
     return lines
+
+
+def _startup(plan: Plan) -> str:
+    if plan.startup_from is None:
+        return f"start-up {plan.startup_s:g} s a repeat: no earlier run of it here to learn from"
+    return f"start-up {plan.startup_s:.1f} s a repeat, as in run {plan.startup_from}"
 
 
 def _scratch(plan: Plan) -> str:

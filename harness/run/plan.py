@@ -18,6 +18,9 @@ from harness.suites import Matrix, Suite
 
 ORDERS = ("interleaved", "sequential")
 DEFAULT_PROFILE = ProfileSettings()
+# What a repeat costs beyond warm-up + duration (spawning, probes, its share of the report)
+# until a previous run of the suite on this machine says better (harness/run/estimate.py).
+STARTUP_ESTIMATE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class Plan:
     profile: ProfileSettings = DEFAULT_PROFILE
     cpuset: dict[str, list[int]] | None = None  # role -> CPUs (harness/cpuset.py)
     cpuset_auto: bool = False  # harness bench's split: pins only a workload with a server
+    startup_s: float = STARTUP_ESTIMATE_S  # a repeat's seconds beyond warm-up + duration
+    startup_from: str | None = None  # the run whose length gave startup_s, if one did
 
     def schedule(self) -> Iterator[tuple[int, int]]:
         """(cell index, repeat index) pairs in run order, made as they are taken.

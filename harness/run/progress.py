@@ -21,9 +21,6 @@ from rich.text import Text
 
 from harness.run.repeat import Outcome
 
-# Spawning, set-up and tear-down of a repeat on top of warm-up + duration, until measured.
-STARTUP_ESTIMATE_S = 0.5
-
 
 @dataclass(frozen=True)
 class Step:

@@ -22,7 +22,7 @@ from harness.profiles.settings import ProfileSettings
 from harness.results import RunRecord
 from harness.run.confine import Confinement
 from harness.run.plan import Plan
-from harness.run.progress import STARTUP_ESTIMATE_S, Step, make_progress
+from harness.run.progress import Step, make_progress
 from harness.run.rejected import rejection
 from harness.run.repeat import Outcome, run_repeat
 from harness.run.resultcheck import vet
@@ -70,7 +70,7 @@ def execute(
     runs = ((c, r, v) for c, r in plan.schedule() for v in variants)
     total = len(plan.cells) * plan.repeats * len(variants)
     deadline_s = plan.warmup_s + plan.duration_s + deadline_slack_s
-    planned_step_s = plan.warmup_s + plan.duration_s + STARTUP_ESTIMATE_S
+    planned_step_s = plan.warmup_s + plan.duration_s + plan.startup_s
     interrupted = False
     with make_progress(console, total, planned_step_s, later_s) as progress:
         for index, (cell_index, repeat, (key, specs)) in enumerate(runs, start=1):
