@@ -6,10 +6,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from requirements import need, root_problem, tool_problem
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HARNESS = [sys.executable, "-m", "harness"]
@@ -78,3 +80,18 @@ def sleepy_log(env: dict[str, str]) -> list[dict[str, Any]]:
 def process_gone(pid: int) -> bool:
     """Gone for good: not running, not a zombie waiting to be reaped."""
     return not Path(f"/proc/{pid}").exists()
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs, unmounted whatever the test did."""
+    need(root_problem("to mount a tmpfs"))
+    need(tool_problem("mount", "mount"))
+    mount = tmp_path / "tmpfs"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        if subprocess.run(["umount", str(mount)], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -14,13 +14,12 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import FIXTURES, HARNESS, run_harness, runs_dir
-from requirements import need, root_problem, tool_problem
 from rundocs import schema_problems
 
 from harness.errors import BadInput
@@ -39,21 +38,6 @@ WAIT_S = 60.0  # for the machine: a busy 2-core VM starts Python slowly
 @pytest.fixture
 def env(harness_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     return {**harness_env, "SCRATCHY_LOG": str(tmp_path / "scratchy.log")}
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MiB tmpfs, unmounted whatever the test did."""
-    need(root_problem("to mount a tmpfs"))
-    need(tool_problem("mount", "mount"))
-    mount = tmp_path / "tmpfs"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], check=True)
-    try:
-        yield mount
-    finally:
-        if subprocess.run(["umount", str(mount)], check=False).returncode != 0:
-            subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:

@@ -9,33 +9,16 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import HARNESS, run_harness
-from requirements import need, root_problem, tool_problem
 
 pytestmark = pytest.mark.e2e
 
 KIB = 1024
 SLEEPY = ["run", "sleepy", "--strategies", "slow,fast", "--duration-s", "0.05", "--warmup-s", "0"]
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MiB tmpfs, unmounted whatever the test did."""
-    need(root_problem("to mount a tmpfs"))
-    need(tool_problem("mount", "mount"))
-    mount = tmp_path / "tmpfs"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], check=True)
-    try:
-        yield mount
-    finally:
-        if subprocess.run(["umount", str(mount)], check=False).returncode != 0:
-            subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def fill(mount: Path, leave_bytes: int) -> None:

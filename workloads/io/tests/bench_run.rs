@@ -78,3 +78,12 @@ fn the_limit_bounds_a_whole_run() {
     assert!(done <= 600 * 102 / 100 + 4, "{done}");
     assert!(done >= 150, "{done}");
 }
+
+#[test]
+fn the_limit_ratio_is_reported_where_there_is_a_limit() {
+    let limited = run("randread", "pure", &["iops_limit=2000"]).metrics_json();
+    let ratio = limited["limit_ratio"].as_f64().unwrap();
+    assert!(ratio > 0.2 && ratio <= 1.05, "{ratio}");
+    let unlimited = run("randread", "unlimited", &["iops_limit=2000"]).metrics_json();
+    assert!(!unlimited.contains_key("limit_ratio"), "{unlimited:?}");
+}
