@@ -17,6 +17,10 @@ IO := workloads/io
 # Flame graph tools from crates.io, pinned, installed into the repo (not the user's ~/.cargo).
 INFERNO_VERSION := 0.12.8
 TOOLS := .tools
+# tokenbucket, io and suite_cli have the same rustflags and dependencies: their tests and lints
+# build into one target directory, so that what they share is built once (their release
+# builds, which the harness runs, stay in each suite's own target/).
+SHARED_CHECK := CARGO_TARGET_DIR=$(CURDIR)/workloads/target
 # Model-checking build of the timers crate: a cfg of our own (tokio reacts to plain `loom`).
 LOOM_RUSTFLAGS := --cfg timers_loom --cfg tokio_unstable -C force-frame-pointers=yes
 TOKENBUCKET_LOOM_RUSTFLAGS := --cfg token_bucket_loom -C force-frame-pointers=yes
@@ -101,11 +105,11 @@ lint: python-env
 	cd $(TIMERS) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(TIMERS) && cargo clippy --locked --manifest-path legacy/Cargo.toml -- -D warnings
 	cd $(TOKENBUCKET) && cargo fmt --all --check
-	cd $(TOKENBUCKET) && cargo clippy --locked --workspace --all-targets -- -D warnings
+	cd $(TOKENBUCKET) && $(SHARED_CHECK) cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(SUITE_CLI) && cargo fmt --all --check
-	cd $(SUITE_CLI) && cargo clippy --locked --workspace --all-targets -- -D warnings
+	cd $(SUITE_CLI) && $(SHARED_CHECK) cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(IO) && cargo fmt --all --check
-	cd $(IO) && cargo clippy --locked --workspace --all-targets -- -D warnings
+	cd $(IO) && $(SHARED_CHECK) cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(POOLS) && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above" >&2; exit 1; }
 	cd $(POOLS) && go vet ./...
 	cd $(POOLS_VITESS) && go vet -tags goexperiment.swissmap ./...
@@ -116,19 +120,19 @@ lint: python-env
 test-rust:
 	cd $(TIMERS) && cargo test --locked --workspace
 	cd $(TIMERS) && cargo test --locked --manifest-path legacy/Cargo.toml
-	cd $(TOKENBUCKET) && cargo test --locked --workspace
-	cd $(SUITE_CLI) && cargo test --locked --workspace
-	cd $(IO) && cargo test --locked --workspace
+	cd $(TOKENBUCKET) && $(SHARED_CHECK) cargo test --locked --workspace
+	cd $(SUITE_CLI) && $(SHARED_CHECK) cargo test --locked --workspace
+	cd $(IO) && $(SHARED_CHECK) cargo test --locked --workspace
 
 # A loom run that runs no test (a cfg that compiles every model out, a filter that matches
 # nothing) passes in cargo's eyes: it must report at least one passed test here.
 test-loom:
-	cd $(TIMERS) && mkdir -p target && RUSTFLAGS="$(LOOM_RUSTFLAGS)" cargo test --locked --release \
-		--test loom_armable_timer --target-dir target/loom 2>&1 | tee target/loom.log
+	cd $(TIMERS) && mkdir -p target && RUSTFLAGS="$(LOOM_RUSTFLAGS)" cargo test --locked \
+		--profile loom --test loom_armable_timer --target-dir target/loom 2>&1 | tee target/loom.log
 	@grep -Eq '^test result: ok\. [1-9][0-9]* passed' $(TIMERS)/target/loom.log || { \
 		echo "test-loom: no loom model ran (see $(TIMERS)/target/loom.log)" >&2; exit 1; }
 	cd $(TOKENBUCKET) && mkdir -p target && RUSTFLAGS="$(TOKENBUCKET_LOOM_RUSTFLAGS)" cargo test \
-		--locked --release -p token_bucket --test loom_shared_token_bucket --target-dir target/loom \
+		--locked --profile loom -p token_bucket --test loom_shared_token_bucket --target-dir target/loom \
 		2>&1 | tee target/loom.log
 	@grep -Eq '^test result: ok\. [1-9][0-9]* passed' $(TOKENBUCKET)/target/loom.log || { \
 		echo "test-loom: no loom model ran (see $(TOKENBUCKET)/target/loom.log)" >&2; exit 1; }
@@ -138,7 +142,7 @@ test-go:
 	cd $(POOLS_VITESS) && go test -race -count=1 -tags goexperiment.swissmap ./...
 
 test-python: python-env
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n auto
 
 ## lock: re-pin the Python dependencies (requirements.in -> requirements.lock)
 lock:

@@ -5,7 +5,7 @@
 //! mutex; `cfg(loom)` would change tokio's internals as well):
 //!
 //! RUSTFLAGS="--cfg timers_loom -C force-frame-pointers=yes --cfg tokio_unstable" \
-//!     cargo test --release --test loom_armable_timer --target-dir target/loom
+//!     cargo test --profile loom --test loom_armable_timer --target-dir target/loom
 #![cfg(timers_loom)]
 
 use std::task::{Context, Poll, Waker};

@@ -3,7 +3,7 @@
 //! to `head` are exactly rate x (final timestamp - initial), whatever the interleaving, and
 //! a grabber's deficiency only shrinks.
 //!
-//! RUSTFLAGS="--cfg token_bucket_loom" cargo test --release --test loom_shared_token_bucket
+//! RUSTFLAGS="--cfg token_bucket_loom" cargo test --profile loom --test loom_shared_token_bucket
 #![cfg(token_bucket_loom)]
 
 use loom::sync::Arc;
