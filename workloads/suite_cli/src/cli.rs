@@ -12,9 +12,9 @@ use crate::param_values::BadInput;
 pub const MAX_SECONDS: f64 = 86_400.0;
 
 #[derive(Parser)]
-struct Cli {
+struct Cli<V: Subcommand> {
     #[command(subcommand)]
-    command: Command,
+    command: V,
 }
 
 /// What the binary was asked to do.
@@ -70,20 +70,39 @@ pub fn parse(
     version: &'static str,
     about: &'static str,
 ) -> Result<Command, ExitCode> {
-    let matches = Cli::command()
+    parse_verbs(name, version, about)
+}
+
+/// [`parse`] for a binary with verbs of its own: `V` lists them all (it may reuse
+/// [`RunArgs`]), in the order the missing-command error names them.
+pub fn parse_verbs<V: Subcommand>(
+    name: &'static str,
+    version: &'static str,
+    about: &'static str,
+) -> Result<V, ExitCode> {
+    let command = Cli::<V>::command()
         .name(name)
         .bin_name(name)
         .version(version)
-        .about(about)
-        .try_get_matches();
-    matches
-        .and_then(|m| Cli::from_arg_matches(&m))
+        .about(about);
+    let verbs = verb_names(&command);
+    command
+        .try_get_matches()
+        .and_then(|m| Cli::<V>::from_arg_matches(&m))
         .map(|cli| cli.command)
-        .map_err(clap_error)
+        .map_err(|e| clap_error(e, &verbs))
+}
+
+fn verb_names(command: &clap::Command) -> String {
+    command
+        .get_subcommands()
+        .map(|c| c.get_name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Help and version go out as clap prints them; usage errors become one line, exit 2.
-fn clap_error(e: clap::Error) -> ExitCode {
+fn clap_error(e: clap::Error, verbs: &str) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -91,7 +110,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            eprintln!("error: missing command (valid: describe, run, check)");
+            eprintln!("error: missing command (valid: {verbs})");
             return ExitCode::from(2);
         }
         _ => {}
@@ -139,6 +158,14 @@ pub fn failed(reason: &str) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verbs_are_listed_in_order() {
+        assert_eq!(
+            verb_names(&Cli::<Command>::command()),
+            "describe, run, check"
+        );
+    }
 
     #[test]
     fn seconds_are_checked() {

@@ -1,5 +1,5 @@
-//! What the Rust suites' command lines share (the `tokenbucket` and `io` suites), following
-//! `docs/workload-contract.md`:
+//! What the Rust suites' command lines share (the `timers`, `tokenbucket` and `io` suites),
+//! following `docs/workload-contract.md`:
 //!
 //! - [`param_values`]: parameter specs, the contract's value spellings, the precedence
 //!   `--param` > scenario > default, and describe's `params`/`scenarios` lists.

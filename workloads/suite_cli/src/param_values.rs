@@ -1,8 +1,8 @@
 //! Parameter values as the workload contract spells them (docs/workload-contract.md,
 //! "Parameter values"): specs for `describe`, parsing of `--param name=value` texts, and the
-//! precedence `--param` > scenario > default. The same rules as
-//! `workloads/timers/src/params.rs`; shared by the `tokenbucket` and `io` suites. Every rejection is a [`BadInput`] holding one line that
-//! names the bad input and the valid choices or range.
+//! precedence `--param` > scenario > default, shared by the `timers`, `tokenbucket` and `io`
+//! suites. Every rejection is a [`BadInput`] holding one line that names the bad input and the
+//! valid choices or range.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -28,6 +28,19 @@ impl Value {
             Value::Choice(v) => json!(v),
             Value::Bool(v) => json!(v),
             Value::Text(v) => json!(v),
+        }
+    }
+}
+
+/// The value as `--param name=value` takes it.
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+            Value::Choice(v) => f.write_str(v),
+            Value::Bool(v) => write!(f, "{v}"),
+            Value::Text(v) => f.write_str(v),
         }
     }
 }
@@ -503,6 +516,15 @@ mod tests {
             find_scenario(&[S], Some("t")).unwrap_err().0,
             "unknown scenario 't' (valid: s)"
         );
+    }
+
+    #[test]
+    fn displayed_values_parse_back() {
+        let given = ["n=-3", "x=0.25", "mode=b", "on=true", "dir=a b"];
+        let values = resolve_values(SPECS, None, &given.map(String::from)).unwrap();
+        let shown: Vec<String> = values.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        assert_eq!(shown, given);
+        assert_eq!(resolve_values(SPECS, None, &shown).unwrap(), values);
     }
 
     #[test]

@@ -5,15 +5,17 @@
 //! Exit codes: 0 = done, 2 = bad input (one line on stderr naming it and the valid choices),
 //! 1 = the run failed (the reason on stderr).
 
-use std::io::BufRead;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
-use serde_json::{json, Value as Json};
+use clap::{Args, Subcommand};
+use suite_cli::cli::{self, bad_input, failed, RunArgs};
+use suite_cli::events;
+use suite_cli::param_values::{BadInput, Scenario};
 
 use crate::client::{Bench, RunEvent};
-use crate::params::{self, BadInput, Params, Scenario};
+use crate::describe::describe;
+use crate::params::{self, Params};
 use crate::process::{self, ServerProcess};
 use crate::server::{Server, ServerConfig};
 use crate::strategy::StrategyKind;
@@ -32,8 +34,6 @@ const SERVER_PARAMS: &[&str] = &[
     "service_dist",
     "seed",
 ];
-/// Longest measured window or warm-up accepted, in seconds.
-const MAX_SECONDS: f64 = 86_400.0;
 
 /// Which build this is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,17 +42,6 @@ pub enum Flavor {
     Current,
     /// `timers-bench-legacy`: tokio 1.37; runs only `tokio-timeout-legacy`.
     Legacy,
-}
-
-#[derive(Parser)]
-#[command(
-    name = "timers-bench",
-    version,
-    about = "Timer strategies for request timeouts under a cql-stress-like load"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
 }
 
 #[derive(Subcommand)]
@@ -65,28 +54,6 @@ enum Command {
     Run(RunArgs),
     /// Serve requests on 127.0.0.1 (started by `run`); prints the bound port on stdout.
     Serve(ServeArgs),
-}
-
-#[derive(Args)]
-struct RunArgs {
-    /// Timeout strategy (see `describe`).
-    #[arg(long)]
-    strategy: String,
-    /// Scenario (default: steady).
-    #[arg(long)]
-    scenario: Option<String>,
-    /// Parameter override, repeatable.
-    #[arg(long = "param", value_name = "NAME=VALUE")]
-    params: Vec<String>,
-    /// Length of the measured window in seconds.
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    duration_s: String,
-    /// Length of the warm-up in seconds.
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    warmup_s: String,
-    /// After printing `ready`, wait for one line on stdin before starting.
-    #[arg(long)]
-    gate: bool,
 }
 
 #[derive(Args)]
@@ -115,77 +82,26 @@ pub fn main(flavor: Flavor) -> ExitCode {
         Flavor::Current => "timers-bench",
         Flavor::Legacy => LEGACY_BIN,
     };
-    let parsed = Cli::command()
-        .name(name)
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m));
-    let cli = match parsed {
-        Ok(cli) => cli,
-        Err(e) => return clap_error(e),
+    let command = match cli::parse_verbs(
+        name,
+        env!("CARGO_PKG_VERSION"),
+        "Timer strategies for request timeouts under a cql-stress-like load",
+    ) {
+        Ok(command) => command,
+        Err(code) => return code,
     };
-    match cli.command {
+    match command {
         Command::Describe => {
-            println!("{}", params::describe());
+            println!("{}", describe());
             ExitCode::SUCCESS
         }
         Command::Serve(args) => serve(args),
         Command::Check(args) => match plan(flavor, &args) {
             Ok(_) => ExitCode::SUCCESS,
-            Err(e) => bad_input(e),
+            Err(e) => bad_input(&e),
         },
         Command::Run(args) => run(flavor, args),
     }
-}
-
-/// Help and version go out as clap prints them; usage errors become one line, exit 2.
-fn clap_error(e: clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
-    match e.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let _ = e.print();
-            return ExitCode::SUCCESS;
-        }
-        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            eprintln!("error: missing command (valid: describe, check, run, serve)");
-            return ExitCode::from(2);
-        }
-        _ => {}
-    }
-    let rendered = e.render().to_string();
-    let first_paragraph = rendered.split("\n\n").next().unwrap_or_default();
-    eprintln!(
-        "{}",
-        first_paragraph
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    ExitCode::from(2)
-}
-
-fn bad_input(e: BadInput) -> ExitCode {
-    eprintln!("error: {e}");
-    ExitCode::from(2)
-}
-
-fn failed(reason: &str) -> ExitCode {
-    eprintln!("error: {reason}");
-    ExitCode::FAILURE
-}
-
-fn seconds(flag: &str, text: &str, min_exclusive: bool) -> Result<Duration, BadInput> {
-    let bad = || {
-        let range = if min_exclusive { "(0" } else { "[0" };
-        BadInput(format!(
-            "bad value '{text}' for --{flag} (valid: seconds in {range}, {MAX_SECONDS}])"
-        ))
-    };
-    let v: f64 = text.trim().parse().map_err(|_| bad())?;
-    let low_ok = if min_exclusive { v > 0.0 } else { v >= 0.0 };
-    if !v.is_finite() || !low_ok || v > MAX_SECONDS {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs_f64(v))
 }
 
 fn plan(flavor: Flavor, args: &RunArgs) -> Result<Plan, BadInput> {
@@ -215,15 +131,15 @@ fn plan(flavor: Flavor, args: &RunArgs) -> Result<Plan, BadInput> {
         kind,
         scenario,
         params,
-        duration: seconds("duration-s", &args.duration_s, true)?,
-        warmup: seconds("warmup-s", &args.warmup_s, false)?,
+        duration: args.duration()?,
+        warmup: args.warmup()?,
     })
 }
 
 fn run(flavor: Flavor, args: RunArgs) -> ExitCode {
     let plan = match plan(flavor, &args) {
         Ok(plan) => plan,
-        Err(e) => return bad_input(e),
+        Err(e) => return bad_input(&e),
     };
     if flavor == Flavor::Current && plan.kind == LEGACY_STRATEGY {
         return exec_legacy();
@@ -255,34 +171,18 @@ fn exec_legacy() -> ExitCode {
     ))
 }
 
-fn emit(line: &Json) {
-    println!("{line}");
-}
-
-fn wait_for_gate(gate: bool) -> Result<(), String> {
-    if gate {
-        let mut line = String::new();
-        std::io::stdin()
-            .lock()
-            .read_line(&mut line)
-            .map_err(|e| format!("cannot read the gate line from stdin: {e}"))?;
-    }
-    Ok(())
-}
-
 fn phase_event(event: RunEvent) {
-    emit(&match event {
-        RunEvent::MeasureStart => json!({"event": "measure_start"}),
-        RunEvent::MeasureEnd => json!({"event": "measure_end"}),
-    })
+    match event {
+        RunEvent::MeasureStart => events::measure_start(),
+        RunEvent::MeasureEnd => events::measure_end(),
+    }
 }
 
 /// Runs the `timer-ops` scenario: one process, no server.
 fn execute_timer_ops(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
     let params = &plan.params;
     let runtime = plan.kind.build_runtime(params.threads)?;
-    emit(&json!({"event": "ready", "pids": [std::process::id()]}));
-    wait_for_gate(gate)?;
+    events::ready(&[std::process::id()], gate)?;
     let report = timer_ops::run(
         &runtime,
         plan.kind,
@@ -291,17 +191,12 @@ fn execute_timer_ops(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
         plan.duration,
         phase_event,
     )?;
-    let mut result = json!({
-        "event": "result",
-        "strategy": plan.kind.name(),
-        "scenario": plan.scenario.name,
-        "params": params.to_json(),
-    });
-    result
-        .as_object_mut()
-        .expect("object literal")
-        .extend(report.metrics_json());
-    emit(&result);
+    events::result(
+        plan.kind.name(),
+        plan.scenario.name,
+        params.values(),
+        report.metrics_json(),
+    );
     Ok(report.violations())
 }
 
@@ -318,20 +213,14 @@ fn execute(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], server.port()));
     let mut bench = runtime.block_on(Bench::connect(plan.kind, params, addr, None))?;
     bench.measure_server_cpu(server.pid());
-    emit(&json!({"event": "ready", "pids": [std::process::id(), server.pid()]}));
-    wait_for_gate(gate)?;
+    events::ready(&[std::process::id(), server.pid()], gate)?;
     let report = runtime.block_on(bench.run(plan.warmup, plan.duration, phase_event))?;
-    let mut result = json!({
-        "event": "result",
-        "strategy": plan.kind.name(),
-        "scenario": plan.scenario.name,
-        "params": params.to_json(),
-    });
-    result
-        .as_object_mut()
-        .expect("object literal")
-        .extend(report.metrics_json());
-    emit(&result);
+    events::result(
+        plan.kind.name(),
+        plan.scenario.name,
+        params.values(),
+        report.metrics_json(),
+    );
     // Tasks first, then the engine threads (with the bench), then the server.
     drop(runtime);
     drop(bench);
@@ -360,7 +249,7 @@ fn server_args(params: &Params) -> Vec<String> {
 fn serve(args: ServeArgs) -> ExitCode {
     let params = match params::resolve(None, &args.params) {
         Ok(params) => params,
-        Err(e) => return bad_input(e),
+        Err(e) => return bad_input(&e),
     };
     let server = match Server::start(ServerConfig::from_params(&params), args.port) {
         Ok(server) => server,

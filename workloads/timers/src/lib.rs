@@ -10,6 +10,7 @@ pub mod completion;
 pub mod connection;
 pub mod cpu_time;
 pub mod deadline_tracker;
+mod describe;
 pub mod handler_map;
 pub mod metrics;
 pub mod params;

@@ -442,6 +442,20 @@ fn isolated_copy(name: &str, legacy_stand_in: Option<&str>) -> std::path::PathBu
     exe
 }
 
+/// Starts a copy made by `isolated_copy`, again while ETXTBSY: a test thread that forks
+/// while `fs::copy` has the copy open for writing holds it open until that child execs.
+fn spawn_copy(command: &mut Command) -> Child {
+    for _ in 0..200 {
+        match command.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                thread::sleep(Duration::from_millis(10))
+            }
+            started => return started.unwrap(),
+        }
+    }
+    command.spawn().unwrap()
+}
+
 const LEGACY_ARGS: &[&str] = &[
     "run",
     "--strategy",
@@ -460,11 +474,7 @@ fn the_legacy_strategy_is_handed_to_the_sibling_binary() {
         "handoff",
         Some("#!/bin/sh\necho \"legacy pid $$ args: $*\"\nexit 7\n"),
     );
-    let child = Command::new(&exe)
-        .args(LEGACY_ARGS)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_copy(Command::new(&exe).args(LEGACY_ARGS).stdout(Stdio::piped()));
     let pid = child.id();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(7), "the stand-in's exit code");
@@ -480,17 +490,21 @@ fn the_legacy_strategy_is_handed_to_the_sibling_binary() {
 #[test]
 fn a_missing_legacy_binary_is_a_clear_failure() {
     let exe = isolated_copy("missing", None);
-    let out = Command::new(&exe).args(LEGACY_ARGS).output().unwrap();
+    let piped = |command: &mut Command| {
+        let command = command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        spawn_copy(command).wait_with_output().unwrap()
+    };
+    let out = piped(Command::new(&exe).args(LEGACY_ARGS));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("timers-bench-legacy"), "{stderr}");
     assert!(stderr.contains("legacy/Cargo.toml"), "{stderr}");
     // Bad input is still reported as such before the hand-off.
-    let out = Command::new(&exe)
-        .args(LEGACY_ARGS)
-        .args(["--param", "threads=0"])
-        .output()
-        .unwrap();
+    let out = piped(
+        Command::new(&exe)
+            .args(LEGACY_ARGS)
+            .args(["--param", "threads=0"]),
+    );
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(exe.parent().unwrap()).unwrap();
 }

@@ -1,0 +1,69 @@
+//! The `describe` document: strategies, scenarios, parameters, metrics and needs.
+
+use serde_json::{json, Value as Json};
+use suite_cli::param_values::{scenarios_json, specs_json};
+
+use crate::params::{specs, SCENARIOS};
+use crate::strategy::StrategyKind;
+
+pub fn describe() -> Json {
+    let strategies: Vec<Json> = StrategyKind::ALL
+        .iter()
+        .map(|s| json!({"name": s.name(), "help": s.help()}))
+        .collect();
+    let mut metrics = vec![json!({"name": "ops_per_sec", "unit": "ops/s", "better": "higher"})];
+    // CPU per op of every process of the run (timer-ops: its one process; else client and
+    // server together).
+    metrics.push(json!({"name": "cpu_ns_per_op", "unit": "ns", "better": "lower"}));
+    for p in ["p50", "p90", "p99", "p999", "max", "mean"] {
+        metrics.push(json!({"name": format!("latency_ns.{p}"), "unit": "ns", "better": "lower"}));
+    }
+    for role in ["client", "server"] {
+        metrics.push(
+            json!({"name": format!("{role}_cpu_ns_per_op"), "unit": "ns", "better": "lower"}),
+        );
+    }
+    for (name, unit) in [
+        ("timeouts", "requests"),
+        ("errors", "requests"),
+        ("unresolved", "requests"),
+        ("handlers_left", "handlers"),
+    ] {
+        metrics.push(json!({"name": name, "unit": unit, "better": "lower"}));
+    }
+    json!({
+        "suite": "timers",
+        "contract_version": 1,
+        "baseline": StrategyKind::None.name(),
+        "strategies": strategies,
+        "default_scenario": SCENARIOS[0].name,
+        "scenarios": scenarios_json(SCENARIOS),
+        "params": specs_json(&specs()),
+        "metrics": metrics,
+        "needs": needs(),
+    })
+}
+
+/// What one run needs, as expressions the harness evaluates before it starts anything
+/// (docs/workload-contract.md, `needs`): an upper bound, every request in flight at once.
+fn needs() -> Json {
+    json!({
+        "in_flight": "concurrency",
+        "threads_total": "threads + server_threads + executor_threads + computation_threads",
+        "memory_bytes": "48e6 + in_flight * (1024 + 2 * value_bytes) \
+            + threads_total * 2097152 + connections * 262144",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_lists_every_param_and_scenario() {
+        let d = describe();
+        assert_eq!(d["params"].as_array().unwrap().len(), specs().len());
+        assert_eq!(d["scenarios"].as_array().unwrap().len(), SCENARIOS.len());
+        assert_eq!(d["default_scenario"], "steady");
+    }
+}
