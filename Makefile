@@ -39,7 +39,10 @@ deps: system-deps python-env inferno bpf lettuce-deps build
 system-deps:
 	@scripts/install-system-deps.sh
 
+# The harness's bytecode, kept current: where PYTHONDONTWRITEBYTECODE is set, every harness
+# call would compile the package again (a quarter of a second each, hundreds in make test).
 python-env: $(VENV)/.installed
+	@$(VENV)/bin/python -m compileall -q harness
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
