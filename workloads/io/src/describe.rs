@@ -1,22 +1,11 @@
 //! The `describe` document: strategies, scenarios, parameters, metrics, plots and needs.
 
 use serde_json::{json, Value as Json};
-use suite_cli::param_values::{scenarios_json, specs_json};
+use suite_cli::describe::{document, metric};
 
 use crate::params::{specs, Strategy, SCENARIOS};
 
 pub fn describe() -> Json {
-    let strategies: Vec<Json> = Strategy::ALL
-        .iter()
-        .map(|s| json!({"name": s.name(), "help": s.help()}))
-        .collect();
-    let metric = |name: &str, unit: &str, better: &str, label: &str, headline: bool| {
-        let mut m = json!({"name": name, "unit": unit, "better": better, "label": label});
-        if headline {
-            m["headline"] = json!(true);
-        }
-        m
-    };
     let metrics = vec![
         metric("iops", "req/s", "higher", "IOPS", true),
         metric("latency_ns.p50", "ns", "lower", "p50", true),
@@ -33,22 +22,21 @@ pub fn describe() -> Json {
         metric("flow_ratio.max", "x", "lower", "flow ratio max", false),
         metric("cpu_ns_per_op", "ns", "lower", "CPU/op", false),
     ];
-    json!({
-        "suite": "io",
-        "contract_version": 1,
-        "baseline": Strategy::Unlimited.name(),
-        "strategies": strategies,
-        "default_scenario": SCENARIOS[0].name,
-        "scenarios": scenarios_json(SCENARIOS),
-        "params": specs_json(&specs()),
-        "metrics": metrics,
-        "plots": [
-            {"name": "shard_completed", "chart": "per_connection",
-             "title": "requests completed per shard (all repeats)",
-             "metrics": [{"name": "shard_completed", "label": "requests per shard"}]}
-        ],
-        "needs": {
-            "memory_bytes": "64e6 + shards * parallelism * (reqsize + 8192 + (262144 if ioengine == 'psync' else 256))"
-        },
-    })
+    let mut d = document(
+        "io",
+        Strategy::Unlimited.name(),
+        Strategy::ALL.iter().map(|s| (s.name(), s.help())),
+        SCENARIOS,
+        &specs(),
+        metrics,
+    );
+    d["plots"] = json!([
+        {"name": "shard_completed", "chart": "per_connection",
+         "title": "requests completed per shard (all repeats)",
+         "metrics": [{"name": "shard_completed", "label": "requests per shard"}]}
+    ]);
+    d["needs"] = json!({
+        "memory_bytes": "64e6 + shards * parallelism * (reqsize + 8192 + (262144 if ioengine == 'psync' else 256))"
+    });
+    d
 }

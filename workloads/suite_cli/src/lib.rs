@@ -5,9 +5,11 @@
 //!   `--param` > scenario > default, and describe's `params`/`scenarios` lists.
 //! - [`cli`]: the `describe` / `run` / `check` verbs, their arguments, the window's seconds
 //!   and the one-line usage errors (exit 2).
+//! - [`describe`]: the `describe` document's common keys and its `metrics` entries.
 //! - [`events`]: the `ready` (with the gate), `measure_start`, `measure_end` and `result`
 //!   lines on stdout.
 
 pub mod cli;
+pub mod describe;
 pub mod events;
 pub mod param_values;

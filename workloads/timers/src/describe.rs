@@ -1,16 +1,12 @@
 //! The `describe` document: strategies, scenarios, parameters, metrics and needs.
 
 use serde_json::{json, Value as Json};
-use suite_cli::param_values::{scenarios_json, specs_json};
+use suite_cli::describe::document;
 
 use crate::params::{specs, SCENARIOS};
 use crate::strategy::StrategyKind;
 
 pub fn describe() -> Json {
-    let strategies: Vec<Json> = StrategyKind::ALL
-        .iter()
-        .map(|s| json!({"name": s.name(), "help": s.help()}))
-        .collect();
     let mut metrics = vec![json!({"name": "ops_per_sec", "unit": "ops/s", "better": "higher"})];
     // CPU per op of every process of the run (timer-ops: its one process; else client and
     // server together).
@@ -31,17 +27,16 @@ pub fn describe() -> Json {
     ] {
         metrics.push(json!({"name": name, "unit": unit, "better": "lower"}));
     }
-    json!({
-        "suite": "timers",
-        "contract_version": 1,
-        "baseline": StrategyKind::None.name(),
-        "strategies": strategies,
-        "default_scenario": SCENARIOS[0].name,
-        "scenarios": scenarios_json(SCENARIOS),
-        "params": specs_json(&specs()),
-        "metrics": metrics,
-        "needs": needs(),
-    })
+    let mut d = document(
+        "timers",
+        StrategyKind::None.name(),
+        StrategyKind::ALL.iter().map(|s| (s.name(), s.help())),
+        SCENARIOS,
+        &specs(),
+        metrics,
+    );
+    d["needs"] = needs();
+    d
 }
 
 /// What one run needs, as expressions the harness evaluates before it starts anything
