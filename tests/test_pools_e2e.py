@@ -81,16 +81,24 @@ def test_gc_probe_agrees_with_the_runtime(pools_env: dict[str, str]) -> None:
     (cell,) = doc["cells"]
     assert "unavailable" not in cell["probes"]["gc"], cell["probes"]["gc"]
     assert cell["probes"]["gc"]["lost_events"] == 0
-    for repeat in cell["repeats"]:
+    windows = {r["repeat"]: r["window_ns"] / 1e9 for r in cell["probes"]["gc"]["repeats"]}
+    for index, repeat in enumerate(cell["repeats"], start=1):
         runtime_cycles = repeat["runtime_gc_cycles"]
+        # The probe's window opens and closes a signal after the workload's: at hundreds of
+        # cycles a second, what the two windows' lengths differ by (a loaded machine delays
+        # one signal more than the other) is cycles one counts and the other does not.
+        rate = runtime_cycles / repeat["window_s"]
+        skew = rate * abs(windows[index] - repeat["window_s"])
         # However little CPU the run got, its garbage bounds the cycles from below: each op
         # allocates alloc_bytes, and a cycle starts before the heap outgrows its goal (GOGC=100:
         # twice the live heap, at least 4 MiB), doubled here for stacks and globals.
         allocated = repeat["ops"] * cell["params"]["alloc_bytes"]
         goal = 2 * max(4 << 20, 2 * repeat["heap_live_bytes"])
         assert runtime_cycles >= allocated // goal > 0, (allocated, goal)
-        assert abs(repeat["gc_cycles"] - runtime_cycles) <= max(3, 0.05 * runtime_cycles)
+        assert abs(repeat["gc_cycles"] - runtime_cycles) <= max(3, 0.05 * runtime_cycles) + skew
         runtime_pause = repeat["runtime_gc_pause_total_ns"]
-        assert repeat["gc_pause_ns"]["total"] == pytest.approx(runtime_pause, rel=0.10)
+        assert repeat["gc_pause_ns"]["total"] == pytest.approx(
+            runtime_pause, rel=0.10 + skew / runtime_cycles
+        )
         assert repeat["gc_pause_ns"]["count"] >= 2 * repeat["gc_cycles"] - 2
         assert 0 < repeat["gc_pause_ns"]["max"] <= repeat["gc_pause_ns"]["total"]

@@ -70,10 +70,8 @@ impl Report {
             "latency_ns".into(),
             json!({"p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "p999": q(0.999), "max": latency.max()}),
         );
-        // unlimited has no limit to hold: it reports no ratio rather than a 0 that reads as one.
-        if self.strategy != Strategy::Unlimited {
-            m.insert("limit_ratio".into(), json!(iops / self.iops_limit as f64));
-        }
+        // For unlimited too: how far above the others' limit it runs.
+        m.insert("limit_ratio".into(), json!(iops / self.iops_limit as f64));
         m.insert(
             "dispatched".into(),
             json!(self.shards.iter().map(|s| s.window_dispatched).sum::<u64>()),
