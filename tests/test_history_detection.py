@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from harness.history.detection import noise_floor, series_changes
-from harness.history.edivisive import best_split, change_points
+from harness.history.edivisive import best_split, change_points, t_test
 from harness.history.synthetic import drift, runs_from_levels, step
 
 pytestmark = pytest.mark.unit
@@ -73,3 +73,25 @@ def test_best_split_maximises_the_energy_statistic_by_its_definition() -> None:
                 best = max(best, (q, tau), key=lambda b: b[0])
         tau, q = best_split(x)
         assert tau == best[1] and q == pytest.approx(best[0])
+
+
+def test_t_test_is_scipys_student_t_test_from_the_segments_stats() -> None:
+    """Otava's test is scipy's ttest_ind_from_stats on the population deviations; t_test
+    writes it out, and must give the same p (1 where scipy says nan)."""
+    from scipy.stats import ttest_ind_from_stats
+
+    rng = np.random.default_rng(3)
+    cases = [(np.full(3, 5.0), np.full(2, 6.0)), (np.full(2, 1.0), np.full(2, 1.0))]
+    for _ in range(500):
+        sizes = rng.integers(1, 40, size=2)
+        left = rng.normal(100, rng.uniform(0, 3), sizes[0])
+        right = rng.normal(100 + rng.normal(0, 2), rng.uniform(0, 3), sizes[1])
+        cases.append((left, right))
+    for left, right in cases:
+        if left.size + right.size <= 2:
+            continue
+        _, p = ttest_ind_from_stats(
+            left.mean(), left.std(), left.size, right.mean(), right.std(), right.size
+        )
+        expected = 1.0 if np.isnan(p) else float(p)
+        assert t_test(left, right) == pytest.approx(expected, rel=1e-9, abs=1e-300)
