@@ -26,7 +26,11 @@ LOOKBACK_RUNS = 40
 
 
 def steps(plan: Plan) -> int:
-    return len(plan.cells) * plan.repeats * len(overhead.variants(plan.probes, plan.probe_overhead))
+    return (
+        len(plan.cells)
+        * plan.repeats
+        * overhead.variant_count(len(plan.probes), plan.probe_overhead)
+    )
 
 
 def planned_s(plan: Plan) -> float:
@@ -37,7 +41,7 @@ def learn_startup(plans: Sequence[Plan], runs_dir: Path, cpus: int) -> list[Plan
     """The plans with the start-up each suite's newest complete run here took per repeat."""
     wanted = {plan.suite.name for plan in plans}
     learned: dict[str, tuple[float, str]] = {}
-    folders = sorted((p for p in runs_dir.glob("*/run.json")), reverse=True)
+    folders = sorted(runs_dir.glob("*/run.json"), reverse=True)
     for file in folders[:LOOKBACK_RUNS]:
         if wanted <= learned.keys():
             break
