@@ -17,6 +17,9 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HARNESS = [sys.executable, "-m", "harness"]
 # The test tiers (pyproject.toml's markers); every test has at least one.
 TIERS = ("unit", "e2e", "bpf", "browser")
+# The harness warns of workload processes it did not start; under pytest -n, a parallel
+# test's workloads are such processes, so tests that read stderr line by line skip it.
+OTHERS_RUNNING = "harness: other workload processes"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -165,7 +165,13 @@ def test_jvmgc_probe_agrees_with_the_jvm(lettuce_env: dict[str, str]) -> None:
     tolerances (5% or 3 cycles, 10% of the time) plus the beans' resolution of 1 ms a
     collection; the GC pauses (the safepoints the GCs ran in, the time to reach them
     included) are at least the GC time. The two windows open and close a signal apart: a
-    collection in between counts on one side only."""
+    collection in between counts on one side only.
+
+    gc__begin and gc__end (HotSpot's SvcGCMarker) enclose the scope the beans time
+    (TraceMemoryManagerStats): the pause's set-up and tear-down around that scope count on
+    the probe's side only. On a busy machine a VM thread preempted there stretches one
+    collection by milliseconds the JVM does not count (5 ms of 20 in one CI run), so the
+    probe may exceed the JVM by up to one pause more, and never fall short of it."""
     need(bpftrace_problem())
     need(perf_problem())
     env = {**lettuce_env, "LETTUCE_BENCH_JVM_OPTS": "-Xmn8m"}
@@ -192,4 +198,4 @@ def test_jvmgc_probe_agrees_with_the_jvm(lettuce_env: dict[str, str]) -> None:
         jvm_ns = jvm["time_ms"] * 1e6
         longest = max(pause["max"], jvm["max_ms"] * 1e6 + 1e6)
         slack = 0.10 * jvm_ns + 1e6 * collections + abs(cycles - collections) * longest
-        assert abs(gc_ns - jvm_ns) <= slack, (gc_ns, jvm)
+        assert jvm_ns - slack <= gc_ns <= jvm_ns + slack + pause["max"], (gc_ns, pause, jvm)

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARNESS, only_run, process_gone, run_harness, runs_dir, sleepy_log
+from conftest import (
+    HARNESS,
+    OTHERS_RUNNING,
+    only_run,
+    process_gone,
+    run_harness,
+    runs_dir,
+    sleepy_log,
+)
 from rich.console import Console
 from rundocs import RUN_KEYS
 
@@ -247,7 +255,7 @@ def test_a_signal_stops_the_run_and_keeps_what_completed(
     )
     assert proc.stderr is not None
     first = proc.stderr.readline()  # the line of the first finished repeat
-    while first.startswith("harness: other workload processes"):  # a parallel test's workloads
+    while first.startswith(OTHERS_RUNNING):  # a parallel test's workloads
         first = proc.stderr.readline()
     assert first.startswith("[1/10] cell 1/2 repeat 1/5 slow: "), first
     # The second repeat's workload has started (it logs itself), and it runs for 1 s.
