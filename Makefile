@@ -21,9 +21,6 @@ TOOLS := .tools
 # build into one target directory, so that what they share is built once (their release
 # builds, which the harness runs, stay in each suite's own target/).
 SHARED_CHECK := CARGO_TARGET_DIR=$(CURDIR)/workloads/target
-# Model-checking build of the timers crate: a cfg of our own (tokio reacts to plain `loom`).
-LOOM_RUSTFLAGS := --cfg timers_loom --cfg tokio_unstable -C force-frame-pointers=yes
-TOKENBUCKET_LOOM_RUSTFLAGS := --cfg token_bucket_loom -C force-frame-pointers=yes
 
 SUITES ?=
 QUICK ?=
@@ -128,15 +125,16 @@ test-rust:
 	cd $(IO) && $(SHARED_CHECK) cargo test --locked --workspace
 
 # A loom run that runs no test (a cfg that compiles every model out, a filter that matches
-# nothing) passes in cargo's eyes: it must report at least one passed test here.
+# nothing) passes in cargo's eyes: it must report at least one passed test here. The models
+# build with a `loom` feature in test-rust's target directories, so only the crate under
+# test and loom are compiled again.
 test-loom:
-	cd $(TIMERS) && mkdir -p target && RUSTFLAGS="$(LOOM_RUSTFLAGS)" cargo test --locked \
-		--profile loom --test loom_armable_timer --target-dir target/loom 2>&1 | tee target/loom.log
+	cd $(TIMERS) && mkdir -p target && cargo test --locked --features loom \
+		--test loom_armable_timer 2>&1 | tee target/loom.log
 	@grep -Eq '^test result: ok\. [1-9][0-9]* passed' $(TIMERS)/target/loom.log || { \
 		echo "test-loom: no loom model ran (see $(TIMERS)/target/loom.log)" >&2; exit 1; }
-	cd $(TOKENBUCKET) && mkdir -p target && RUSTFLAGS="$(TOKENBUCKET_LOOM_RUSTFLAGS)" cargo test \
-		--locked --profile loom -p token_bucket --test loom_shared_token_bucket --target-dir target/loom \
-		2>&1 | tee target/loom.log
+	cd $(TOKENBUCKET) && mkdir -p target && $(SHARED_CHECK) cargo test --locked -p token_bucket \
+		--features loom --test loom_shared_token_bucket 2>&1 | tee target/loom.log
 	@grep -Eq '^test result: ok\. [1-9][0-9]* passed' $(TOKENBUCKET)/target/loom.log || { \
 		echo "test-loom: no loom model ran (see $(TOKENBUCKET)/target/loom.log)" >&2; exit 1; }
 

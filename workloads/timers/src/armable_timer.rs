@@ -25,12 +25,12 @@ use tokio::time::{Instant, Sleep};
 
 // The loom model (tests/loom_armable_timer.rs) checks this module's wake-up
 // protocol with loom's atomics and mutex in place of std's.
-#[cfg(timers_loom)]
+#[cfg(feature = "loom")]
 use loom::sync::{
     atomic::{AtomicU64, Ordering},
     Arc, Mutex,
 };
-#[cfg(not(timers_loom))]
+#[cfg(not(feature = "loom"))]
 use std::sync::{
     atomic::{AtomicU64, Ordering},
     Arc, Mutex,

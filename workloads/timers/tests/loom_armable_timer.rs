@@ -1,12 +1,11 @@
 //! Loom model of the armable timer's wake-up protocol, together with the
 //! deadline tracker that arms it.
 //!
-//! Run from the crate root (the timers_loom cfg swaps in loom's atomics and
+//! Run from the crate root (the `loom` feature swaps in loom's atomics and
 //! mutex; `cfg(loom)` would change tokio's internals as well):
 //!
-//! RUSTFLAGS="--cfg timers_loom -C force-frame-pointers=yes --cfg tokio_unstable" \
-//!     cargo test --profile loom --test loom_armable_timer --target-dir target/loom
-#![cfg(timers_loom)]
+//! cargo test --features loom --test loom_armable_timer
+#![cfg(feature = "loom")]
 
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;

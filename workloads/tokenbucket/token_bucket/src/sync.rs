@@ -1,7 +1,7 @@
 //! The atomics the bucket uses: std's, or loom's in the model-checking build
-//! (`--cfg token_bucket_loom`).
+//! (the `loom` feature).
 
-#[cfg(token_bucket_loom)]
+#[cfg(feature = "loom")]
 pub use loom::sync::atomic::{AtomicU64, Ordering};
-#[cfg(not(token_bucket_loom))]
+#[cfg(not(feature = "loom"))]
 pub use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! Properties of the shared token bucket over random operation sequences (proptest):
 //! the rovers never go backwards; a pure bucket never grants more than rate x window + limit
 //! over any window; a capped-release bucket never grants more than released + limit.
-#![cfg(not(token_bucket_loom))]
+#![cfg(not(feature = "loom"))]
 
 use proptest::prelude::*;
 use token_bucket::{CappedRovers, PureRovers, Rovers, SharedTokenBucket};

@@ -3,8 +3,8 @@
 //! to `head` are exactly rate x (final timestamp - initial), whatever the interleaving, and
 //! a grabber's deficiency only shrinks.
 //!
-//! RUSTFLAGS="--cfg token_bucket_loom" cargo test --profile loom --test loom_shared_token_bucket
-#![cfg(token_bucket_loom)]
+//! cargo test -p token_bucket --features loom --test loom_shared_token_bucket
+#![cfg(feature = "loom")]
 
 use loom::sync::Arc;
 use loom::thread;
