@@ -15,6 +15,8 @@ LETTUCE := workloads/lettuce
 # the Rust suites' shared command line (tokenbucket and io use it), a workspace of its own
 SUITE_CLI := workloads/suite_cli
 IO := workloads/io
+# The lettuce suite's Maven repository (its suite.toml build uses the same path).
+M2_REPO := $${XDG_CACHE_HOME:-$$HOME/.cache}/harness/m2
 # Flame graph tools from crates.io, pinned, installed into the repo (not the user's ~/.cargo).
 INFERNO_VERSION := 0.12.8
 TOOLS := .tools
@@ -61,12 +63,13 @@ $(TOOLS)/.inferno-$(INFERNO_VERSION):
 		cargo install --quiet --locked inferno --version $(INFERNO_VERSION) --root $(TOOLS)
 	touch $@
 
-# The lettuce suite's Maven dependencies and plugins, fetched once into its repo-local
-# repository (.m2) by an online build, so that its suite.toml build runs offline (-o).
-# Without Java or Maven the suite is skipped (its suite.toml `requires`).
+# The lettuce suite's Maven dependencies and plugins, fetched by an online build into the
+# harness's repository in the user's cache (a second clone, CI's, finds them there), so that
+# its suite.toml build runs offline (-o). Without Java or Maven the suite is skipped (its
+# suite.toml `requires`).
 lettuce-deps:
 	@if command -v mvn >/dev/null && command -v java >/dev/null; then \
-		cd $(LETTUCE) && mvn -B -q -Dmaven.repo.local=.m2 package; \
+		cd $(LETTUCE) && mvn -B -q -Dmaven.repo.local=$(M2_REPO) package; \
 	else echo "deps: no java/mvn: the lettuce suite will be skipped" >&2; fi
 
 build: python-env
