@@ -20,10 +20,9 @@ M2_REPO := $${XDG_CACHE_HOME:-$$HOME/.cache}/harness/m2
 # Flame graph tools from crates.io, pinned, installed into the repo (not the user's ~/.cargo).
 INFERNO_VERSION := 0.12.8
 TOOLS := .tools
-# tokenbucket, io and suite_cli have the same rustflags and dependencies: their tests and lints
-# build into one target directory, so that what they share is built once (their release
-# builds, which the harness runs, stay in each suite's own target/).
-SHARED_CHECK := CARGO_TARGET_DIR=$(CURDIR)/workloads/target
+# tokenbucket, io and suite_cli build into one target directory, workloads/target (their
+# .cargo/config.toml), so that what they share is built once.
+SHARED_TARGET := workloads/target
 
 SUITES ?=
 QUICK ?=
@@ -112,11 +111,11 @@ lint: python-env
 	cd $(TIMERS) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(TIMERS) && cargo clippy --locked --manifest-path legacy/Cargo.toml -- -D warnings
 	cd $(TOKENBUCKET) && cargo fmt --all --check
-	cd $(TOKENBUCKET) && $(SHARED_CHECK) cargo clippy --locked --workspace --all-targets -- -D warnings
+	cd $(TOKENBUCKET) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(SUITE_CLI) && cargo fmt --all --check
-	cd $(SUITE_CLI) && $(SHARED_CHECK) cargo clippy --locked --workspace --all-targets -- -D warnings
+	cd $(SUITE_CLI) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(IO) && cargo fmt --all --check
-	cd $(IO) && $(SHARED_CHECK) cargo clippy --locked --workspace --all-targets -- -D warnings
+	cd $(IO) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(POOLS) && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above" >&2; exit 1; }
 	cd $(POOLS) && go vet ./...
 	cd $(POOLS_VITESS) && go vet -tags goexperiment.swissmap ./...
@@ -127,9 +126,9 @@ lint: python-env
 test-rust:
 	cd $(TIMERS) && cargo test --locked --workspace
 	cd $(TIMERS) && cargo test --locked --manifest-path legacy/Cargo.toml
-	cd $(TOKENBUCKET) && $(SHARED_CHECK) cargo test --locked --workspace
-	cd $(SUITE_CLI) && $(SHARED_CHECK) cargo test --locked --workspace
-	cd $(IO) && $(SHARED_CHECK) cargo test --locked --workspace
+	cd $(TOKENBUCKET) && cargo test --locked --workspace
+	cd $(SUITE_CLI) && cargo test --locked --workspace
+	cd $(IO) && cargo test --locked --workspace
 
 # A loom run that runs no test (a cfg that compiles every model out, a filter that matches
 # nothing) passes in cargo's eyes: it must report at least one passed test here. The models
@@ -140,10 +139,10 @@ test-loom:
 		--test loom_armable_timer 2>&1 | tee target/loom.log
 	@grep -Eq '^test result: ok\. [1-9][0-9]* passed' $(TIMERS)/target/loom.log || { \
 		echo "test-loom: no loom model ran (see $(TIMERS)/target/loom.log)" >&2; exit 1; }
-	cd $(TOKENBUCKET) && mkdir -p target && $(SHARED_CHECK) cargo test --locked -p token_bucket \
-		--features loom --test loom_shared_token_bucket 2>&1 | tee target/loom.log
-	@grep -Eq '^test result: ok\. [1-9][0-9]* passed' $(TOKENBUCKET)/target/loom.log || { \
-		echo "test-loom: no loom model ran (see $(TOKENBUCKET)/target/loom.log)" >&2; exit 1; }
+	mkdir -p $(SHARED_TARGET) && cd $(TOKENBUCKET) && cargo test --locked -p token_bucket \
+		--features loom --test loom_shared_token_bucket 2>&1 | tee $(CURDIR)/$(SHARED_TARGET)/loom.log
+	@grep -Eq '^test result: ok\. [1-9][0-9]* passed' $(SHARED_TARGET)/loom.log || { \
+		echo "test-loom: no loom model ran (see $(SHARED_TARGET)/loom.log)" >&2; exit 1; }
 
 test-go:
 	cd $(POOLS) && go test -race -count=1 ./...
@@ -166,6 +165,5 @@ schema: python-env
 	$(VENV)/bin/python -m harness.rundoc.schema > docs/run.schema.json
 
 clean:
-	rm -rf $(VENV) $(TIMERS)/target $(TOKENBUCKET)/target $(TOOLS) $(POOLS)/bin $(LETTUCE)/*/target \
-		$(SUITE_CLI)/target $(IO)/target
+	rm -rf $(VENV) $(TIMERS)/target $(SHARED_TARGET) $(TOOLS) $(POOLS)/bin $(LETTUCE)/*/target
 	$(MAKE) -C bpf clean

@@ -256,7 +256,7 @@ def load_suite(manifest: Path) -> Suite:
         description=top.string("description") or "",
         folder=manifest.parent,
         manifest=manifest,
-        binary=manifest.parent / binary,
+        binary=Path(os.path.normpath(manifest.parent / binary)),  # ../target/... shown short
         build=top.string("build"),
         baseline=top.string("baseline"),
         bench=bench,
