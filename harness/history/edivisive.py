@@ -43,32 +43,58 @@ def best_split(x: NDArray[np.float64]) -> tuple[int, float]:
     distances = np.abs(x[:, None] - x[None, :])
     prefix = np.zeros((size + 1, size + 1))
     prefix[1:, 1:] = distances.cumsum(axis=0).cumsum(axis=1)
-    tau, kappa, valid = _grid(size)
+    grid = _grid(size)
     # prefix[a, b] = sum of distances[:a, :b]; symmetric, as the distances are.
-    corner = prefix[tau, kappa]
-    diagonal = np.diag(prefix)
-    to_tau, to_kappa = diagonal[tau], diagonal[kappa]
+    flat = prefix.ravel()
+    corner = flat[grid.corner]
+    to_tau, to_kappa = flat[grid.tau_diagonal], flat[grid.kappa_diagonal]
     between = corner - to_tau  # distances[:τ, τ:κ]
     within_left = to_tau / 2  # pairs inside [:τ]
     within_right = (to_kappa - 2 * corner + to_tau) / 2  # pairs inside [τ:κ]
+    q = grid.between * between - grid.left * within_left - grid.right * within_right
+    best = int(np.argmax(q))
+    return int(grid.tau[best]), float(q[best])
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """Every (τ, κ) with τ < κ of a window of `size` points, as flat indexes into the
+    (size + 1)² prefix sums, and Q's coefficients for each: n = τ, m = κ - τ,
+    Q = 2/(n+m) between - 2m/((n+m)(n-1)) left - 2n/((n+m)(m-1)) right (a side of one point
+    has no pairs: its coefficient is 0)."""
+
+    tau: NDArray[np.int64]
+    corner: NDArray[np.int64]
+    tau_diagonal: NDArray[np.int64]
+    kappa_diagonal: NDArray[np.int64]
+    between: NDArray[np.float64]
+    left: NDArray[np.float64]
+    right: NDArray[np.float64]
+
+
+@cache
+def _grid(size: int) -> _Grid:
+    """The grid of a window of `size` points (the windows of a series are mostly of one
+    size: made once)."""
+    tau, kappa = np.meshgrid(np.arange(1, size), np.arange(2, size + 1), indexing="ij")
+    valid = kappa > tau
+    tau, kappa = tau[valid], kappa[valid]  # row-major: argmax ties resolve as before
+    row = size + 1
     n = tau.astype(float)
     m = (kappa - tau).astype(float)
     total = n + m
     with np.errstate(divide="ignore", invalid="ignore"):
-        left_term = np.where(n > 1, 2 * m / (total * (n - 1)) * within_left, 0.0)
-        right_term = np.where(m > 1, 2 * n / (total * (m - 1)) * within_right, 0.0)
-        q = 2 / total * between - left_term - right_term
-    q = np.where(valid, q, -np.inf)
-    i, j = np.unravel_index(int(np.argmax(q)), q.shape)
-    return int(tau[i, j]), float(q[i, j])
-
-
-@cache
-def _grid(size: int) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
-    """Every (τ, κ) of a window of `size` points, and which have τ < κ (the windows of a
-    series are mostly of one size: made once)."""
-    tau, kappa = np.meshgrid(np.arange(1, size), np.arange(2, size + 1), indexing="ij")
-    return tau, kappa, kappa > tau
+        left = np.where(n > 1, 2 * m / (total * (n - 1)), 0.0)
+        right = np.where(m > 1, 2 * n / (total * (m - 1)), 0.0)
+    return _Grid(
+        tau=tau,
+        corner=tau * row + kappa,
+        tau_diagonal=tau * row + tau,
+        kappa_diagonal=kappa * row + kappa,
+        between=2 / total,
+        left=left,
+        right=right,
+    )
 
 
 def t_test(left: NDArray[np.float64], right: NDArray[np.float64]) -> float:
