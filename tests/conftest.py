@@ -8,7 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from requirements import need, root_problem, tool_problem
@@ -20,6 +20,14 @@ TIERS = ("unit", "e2e", "bpf", "browser")
 # The harness warns of workload processes it did not start; under pytest -n, a parallel
 # test's workloads are such processes, so tests that read stderr line by line skip it.
 OTHERS_RUNNING = "harness: other workload processes"
+
+
+def next_own_line(stream: IO[str]) -> str:
+    """The harness's next stderr line, past a parallel test's other-workloads warnings."""
+    line = stream.readline()
+    while line.startswith(OTHERS_RUNNING):
+        line = stream.readline()
+    return line
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, HARNESS, OTHERS_RUNNING, run_harness, runs_dir, sleepy_log
+from conftest import FIXTURES, HARNESS, next_own_line, run_harness, runs_dir, sleepy_log
 from requirements import need
 
 from harness.run import abandoned
@@ -117,10 +117,7 @@ def test_sigkill_of_the_harness_leaves_no_workload_process(
     proc, pid = start_in_window(harness_env, tmp_path)
     if cgroups == "off":
         assert proc.stderr is not None
-        line = proc.stderr.readline()
-        while line.startswith(OTHERS_RUNNING):  # a parallel test's
-            line = proc.stderr.readline()
-        assert line == (
+        assert next_own_line(proc.stderr) == (
             "harness: no memory limit per repeat (HARNESS_CGROUPS=off); if the harness dies, "
             "its workload's processes are still ended, found by their HARNESS_OWNER marker\n"
         )

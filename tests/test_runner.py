@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import (
     HARNESS,
-    OTHERS_RUNNING,
+    next_own_line,
     only_run,
     process_gone,
     run_harness,
@@ -254,9 +254,7 @@ def test_a_signal_stops_the_run_and_keeps_what_completed(
         start_new_session=True,  # its own group, as a shell job would be
     )
     assert proc.stderr is not None
-    first = proc.stderr.readline()  # the line of the first finished repeat
-    while first.startswith(OTHERS_RUNNING):  # a parallel test's workloads
-        first = proc.stderr.readline()
+    first = next_own_line(proc.stderr)  # the line of the first finished repeat
     assert first.startswith("[1/10] cell 1/2 repeat 1/5 slow: "), first
     # The second repeat's workload has started (it logs itself), and it runs for 1 s.
     deadline = time.monotonic() + 60
