@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import resource
 import shutil
 import subprocess
@@ -15,10 +14,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import run_harness, runs_dir, sleepy_log
+from conftest import FIXTURES, run_harness, runs_dir, sleepy_log
 from requirements import need, root_problem, tool_problem
 
-from harness.paths import REPO_ROOT
 from harness.probes.oncpu import perf_reason
 from harness.probes.perfrate import MAX_SAMPLE_RATE, check_frequency, kernel_max, used_frequency
 from harness.run.repeat import run_repeat
@@ -138,11 +136,25 @@ def test_an_unwritable_out_dir_for_a_user_is_refused_up_front(
         home.chmod(0o755)
         closed = home / "closed"
         closed.mkdir(mode=0o755)  # root's: others may enter, not write
-        python, path = python_for_others()
-        env = {**harness_env, "HOME": str(home), "PYTHONPATH": path}
-        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
+        # A copy of the suite nobody may run by its permissions alone: the harness checks the
+        # binary with access(2), which ignores capabilities.
+        workloads = home / "workloads"
+        shutil.copytree(FIXTURES / "sleepy", workloads / "sleepy")
+        env = {**harness_env, "HOME": str(home), "HARNESS_WORKLOADS": str(workloads)}
+        # nobody, allowed to read and search any folder (CAP_DAC_READ_SEARCH), so that this
+        # venv and checkout serve it wherever they are (a clone in a 0700 mktemp folder, a
+        # Python under /root), and to write nothing it does not own.
+        nobody = [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all,+dac_read_search",
+            "--ambient-caps=+dac_read_search",
+        ]
+        args = ["run", "sleepy", *SHORT, "--out", f"{closed}/runs"]
         done = subprocess.run(
-            [*nobody, python, "-m", "harness", "run", "sleepy", *SHORT, "--out", f"{closed}/runs"],
+            [*nobody, sys.executable, "-m", "harness", *args],
             env=env,
             capture_output=True,
             text=True,
@@ -155,23 +167,6 @@ def test_an_unwritable_out_dir_for_a_user_is_refused_up_front(
         assert not (closed / "runs").exists()
     finally:
         shutil.rmtree(home)
-
-
-def python_for_others() -> tuple[str, str]:
-    """A Python other users may run, with this venv's packages and the repo on its path: the
-    venv's own when its interpreter is reachable, else the system's of the same version."""
-    packages = [p for p in sys.path if p.endswith("site-packages")]
-    path = os.pathsep.join([str(REPO_ROOT), *packages])
-    real = Path(sys.executable).resolve()
-    if all(folder.stat().st_mode & 0o001 for folder in real.parents):
-        return sys.executable, path
-    system = shutil.which("python3", path="/usr/bin:/bin")
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    same = f"import sys; sys.exit(not sys.version.startswith('{version}.'))"
-    if system is None or subprocess.run([system, "-c", same], check=False).returncode != 0:
-        need(f"{real} is not reachable by other users, and no system Python {version}")
-    assert system is not None
-    return system, path
 
 
 @pytest.mark.parametrize(
