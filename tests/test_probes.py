@@ -4,6 +4,9 @@ record, and a run whose probes are unavailable."""
 from __future__ import annotations
 
 import json
+import signal
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +16,11 @@ from conftest import only_run, run_harness
 from harness.errors import BadInput
 from harness.paths import REPO_ROOT
 from harness.probes import btmaps, overhead
-from harness.probes.bpftrace import failed_only_in_teardown
+from harness.probes.bpftrace import failed_only_in_teardown, interrupt_until_exit
 from harness.probes.log2 import hist_quantile
 from harness.probes.metrics import per_op_metrics
 from harness.probes.probe import ProbeResult
+from harness.probes.process import ProbeProcess
 from harness.probes.record import cell_folder, with_repeat
 from harness.probes.spec import ProbeSpec, parse_probes
 
@@ -139,6 +143,35 @@ def test_a_failure_to_close_at_exit_keeps_the_window() -> None:
     assert failed_only_in_teardown(["Attaching 3 probes...", teardown])
     assert not failed_only_in_teardown([])
     assert not failed_only_in_teardown(["ERROR: Could not resolve symbol: x", teardown])
+
+
+# bpftrace 0.17 as it stops: the first SIGINT lost (it came while maps were printed), then
+# SIGINT back to its default action while the final maps are printed and the probes detached.
+LOSES_ONE_SIGINT = """
+import signal, sys, time
+received = 0
+def on_sigint(signum, frame):
+    global received
+    received += 1
+signal.signal(signal.SIGINT, on_sigint)
+print("ready", flush=True)
+while received < 2:
+    time.sleep(0.01)
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+time.sleep(2.5)
+sys.exit(0)
+"""
+
+
+def test_sigint_is_repeated_only_while_bpftrace_still_catches_it() -> None:
+    """A repeat that reached bpftrace after it reset SIGINT killed it mid-teardown (-2)."""
+    process = ProbeProcess([sys.executable, "-c", LOSES_ONE_SIGINT])
+    try:
+        assert process.wait_for_line(lambda line: line == "ready", time.monotonic() + 60, None)
+        process.send(signal.SIGINT)
+        assert interrupt_until_exit(process, timeout_s=60) == 0
+    finally:
+        process.kill()
 
 
 def test_the_start_snapshot_is_the_first_run_of_maps() -> None:

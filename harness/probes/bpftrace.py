@@ -46,6 +46,25 @@ def failed_only_in_teardown(stderr: Sequence[str]) -> bool:
     return bool(errors) and all(_teardown(line) for line in errors)
 
 
+def interrupt_until_exit(process: ProbeProcess, timeout_s: float) -> int | None:
+    """Wait for the exit that the window's SIGINT asked for; the exit code, or None.
+
+    bpftrace 0.17 loses a SIGINT that arrives while it prints its maps (as it does for a while
+    after SIGUSR1 when the window is short): its poll loop looks at the flag only when
+    epoll_wait is interrupted. So the SIGINT is repeated, but only while bpftrace still
+    catches it: once it has left its poll loop it resets SIGINT to the default action (to
+    print its final maps and detach), and a repeat there would kill it with its maps half
+    printed or its probes half detached.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        code = process.wait(min(SIGINT_REPEAT_S, max(0.0, deadline - time.monotonic())))
+        if code is not None or time.monotonic() >= deadline:
+            return code
+        if process.caught_signals() & (1 << (signal.SIGINT - 1)):
+            process.send(signal.SIGINT)
+
+
 def is_attached_line(line: str) -> bool:
     event = btmaps.parse_line(line)
     return event is not None and event.get("type") == "attached_probes"
@@ -110,7 +129,7 @@ class BpftraceProbe:
         process = self.process
         if process is None:
             return result
-        code = self._wait_exit(process)
+        code = interrupt_until_exit(process, FINISH_TIMEOUT_S)
         if code is None:
             process.kill()
             result.error = (
@@ -129,16 +148,6 @@ class BpftraceProbe:
             else:
                 result.path, result.data = self.out_path, data
         return result
-
-    def _wait_exit(self, process: ProbeProcess) -> int | None:
-        """bpftrace 0.17 loses a SIGINT that arrives while it prints its maps (as it does for
-        a while after SIGUSR1 when the window is short): repeat it until it exits."""
-        deadline = time.monotonic() + FINISH_TIMEOUT_S
-        while True:
-            code = process.wait(min(SIGINT_REPEAT_S, max(0.0, deadline - time.monotonic())))
-            if code is not None or time.monotonic() >= deadline:
-                return code
-            process.send(signal.SIGINT)
 
     def abort(self, reason: str) -> ProbeResult:
         if self.process is not None:
