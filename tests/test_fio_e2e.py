@@ -47,7 +47,6 @@ def _env(scratch: Path | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "HARNESS_SCRATCH_FILE"}
     if scratch is not None:
         env["HARNESS_SCRATCH_FILE"] = str(scratch)
-        env["TMPDIR"] = str(scratch.parent)  # a SIGKILLed wrapper's folder stays in tmp_path
     return env
 
 
@@ -76,7 +75,7 @@ def _events(stdout: str) -> list[dict[str, Any]]:
 
 def test_gated_run_prints_the_events_in_order_and_fio_is_the_ready_pid(scratch: Path) -> None:
     proc = subprocess.Popen(
-        _argv("randread-4k", "1", "0.3", "--gate"),
+        _argv("randread-4k", "1", "0.5", "--gate"),
         env=_env(scratch),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -108,10 +107,13 @@ def test_gated_run_prints_the_events_in_order_and_fio_is_the_ready_pid(scratch: 
     assert result["bw_bytes"] == pytest.approx(result["read"]["bw_bytes"])
     assert result["cpu_ns_per_op"] > 0
     assert sum(result["clat_hist"]["counts"]) == result["ops"]
-    # fio's window, between its two snapshots; each snapshot follows its event (no bound
-    # on how long: a busy machine delays fio's helper thread)
-    assert result["window_s"] > 0
-    assert result["snapshot_lag_ms"]["start"] >= 0 and result["snapshot_lag_ms"]["end"] >= 0
+    # fio's window, between its two snapshots, is the wrapper's (--duration-s 1 from event
+    # to event, give or take its wake-ups: 0.25 s for a busy machine) shifted by how long
+    # after each event fio took its snapshot (no bound on that: a busy machine delays fio's
+    # helper thread); a window holding the 0.5 s warm-up would be past the bound.
+    lag = result["snapshot_lag_ms"]
+    assert lag["start"] >= 0 and lag["end"] >= 0
+    assert 1 - 0.25 - lag["start"] / 1000 <= result["window_s"] <= 1 + 0.25 + lag["end"] / 1000
     assert result["params"]["file_size_mb"] == SIZE_MB
 
 
@@ -211,3 +213,55 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
     except (OSError, IndexError):
         return "gone"
+
+
+def test_a_sigkilled_wrapper_leaves_nothing_outside_the_scratch_files_folder(
+    scratch: Path, tmp_path: Path
+) -> None:
+    # Its folder is beside the scratch file: under the harness, harness-scratch-<run_id>/,
+    # which the harness removes after a crash too; nothing in $TMPDIR.
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    before = set(scratch.parent.iterdir())
+    proc = subprocess.Popen(
+        _argv("randread-4k", "30", "0"),
+        env={**_env(scratch), "TMPDIR": str(tmpdir)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    (pid,) = json.loads(proc.stdout.readline())["pids"]
+    assert json.loads(proc.stdout.readline())["event"] == "measure_start"  # fio runs
+    (work,) = set(scratch.parent.iterdir()) - before
+    assert work.name.startswith("fio-bench-") and (work / "job.fio").is_file()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    for _ in range(500):  # up to 10 s: fio dies with the wrapper
+        if not Path(f"/proc/{pid}").exists() or _state(pid) == "Z":
+            break
+        time.sleep(0.02)
+    assert list(tmpdir.iterdir()) == []
+    assert set(scratch.parent.iterdir()) - before == {work}
+
+
+def test_a_hostile_job_file_or_options_leave_a_decoy_untouched(
+    scratch: Path, tmp_path: Path
+) -> None:
+    decoy = tmp_path / "decoy"
+    decoy.write_bytes(b"40 bytes that no fio job may overwrite..")
+    job = tmp_path / "hostile.fio"
+    job.write_text(f"[global]\nfilename = {decoy}\n[hostile]\nrw=write\nbs=1m\n")
+    cases = [
+        ("custom", f"job_file={job}", "'filename'"),
+        ("randread-4k", f"fio_options=rw=write write_iolog={decoy}", "'write_iolog'"),
+        ("randread-4k", f"fio_options=rw=write FileName={decoy}", "'FileName'"),
+        ("randread-4k", "ioengine=filedelete", "'filedelete'"),
+    ]
+    for strategy, param, named in cases:
+        for command in ("check", "run"):
+            done = _bench(command, strategy, param, scratch=scratch)
+            assert (done.returncode, done.stdout) == (2, ""), done.stderr
+            (line,) = done.stderr.splitlines()
+            assert named in line and "not allowed here" in line
+    assert decoy.read_bytes() == b"40 bytes that no fio job may overwrite.."

@@ -144,27 +144,49 @@ include common.fio
 [one]
 bs=4k
 [two]
-include /abs/x.fio
+include sub/x.fio
 bs=8k
 """
 
 
-def test_options_go_last_in_every_job_section_not_global() -> None:
-    derived = jobfiles.derive(JOB, Path("/jobs"), [("thread", None), ("size", "64m")])
+def _job(tmp_path: Path, text: str, **included: str) -> Path:
+    for name, body in included.items():
+        (tmp_path / name.replace("__", "/")).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name.replace("__", "/")).write_text(body)
+    path = tmp_path / "job.fio"
+    path.write_text(text)
+    return path
+
+
+def test_options_go_last_in_every_job_section_and_includes_are_inlined(tmp_path: Path) -> None:
+    job = _job(tmp_path, JOB, **{"common.fio": "iodepth=4\n", "sub__x.fio": "direct=1"})
+    derived = jobfiles.derive(job, [("thread", None), ("size", "64m")])
     lines = derived.splitlines()
     assert lines[: lines.index("[one]")] == [
-        "; a comment", "[global]", "rw=randread", "include /jobs/common.fio", "",
+        "; a comment", "[global]", "rw=randread", f"; include {tmp_path}/common.fio",
+        "iodepth=4", "", "",
     ]  # fmt: skip
     assert lines[lines.index("[one]") :] == [
         "[one]", "bs=4k", "thread", "size=64m",
-        "[two]", "include /abs/x.fio", "bs=8k", "thread", "size=64m",
+        "[two]", f"; include {tmp_path}/sub/x.fio", "direct=1", "bs=8k", "", "thread", "size=64m",
     ]  # fmt: skip
-    assert jobfiles.job_names(JOB) == ["one", "two"]
+    assert jobfiles.job_names(lines) == ["one", "two"]
+    assert "include " not in derived.replace("; include ", "")  # fio reads no other file
 
 
-def test_a_job_file_without_a_job_is_refused() -> None:
+def test_sections_are_read_as_fio_reads_them(tmp_path: Path) -> None:
+    # fio: a section is any line starting with `[` (name: its text less the last character),
+    # a global one any name starting with "global".
+    text = "[globalish]\nrw=read\n  [job ; comment\nbs=4k\n"
+    lines = jobfiles.checked_lines(_job(tmp_path, text))
+    assert jobfiles.job_names(lines) == ["jo"]
+    derived = jobfiles.derive(tmp_path / "job.fio", [("thread", None)]).splitlines()
+    assert derived == ["[globalish]", "rw=read", "  [job ; comment", "bs=4k", "", "thread"]
+
+
+def test_a_job_file_without_a_job_is_refused(tmp_path: Path) -> None:
     with pytest.raises(jobfiles.JobFileError, match="defines no job"):
-        jobfiles.derive("[global]\nrw=read\n", Path("/"), [])
+        jobfiles.derive(_job(tmp_path, "[global]\nrw=read\n"), [])
     with pytest.raises(jobfiles.JobFileError, match="cannot read job file"):
         jobfiles.read_job_file(Path("/nonexistent/job.fio"))
 

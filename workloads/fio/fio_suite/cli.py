@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from fio_suite import jobfiles, json_plus, params
+from fio_suite import confine, jobfiles, json_plus, params
 from fio_suite.launch import Fio, RunError, fio_command
 
 SCRATCH_ENV = "HARNESS_SCRATCH_FILE"
@@ -83,12 +83,19 @@ def _seconds(flag: str, text: str | None, positive: bool) -> float:
 def wrapper_options(request: Request, scratch: str) -> list[jobfiles.Option]:
     """The options appended to every job section: the parameters' fio options, then
     fio_options, then the wrapper's own (which nothing may set: params.RESERVED)."""
+    for name, value in request.params.options.items():
+        if any(char in confine.C_CNTRL for char in value):
+            raise params.BadInput(f"error: --param {name}={value!r}: a control character")
+        try:
+            confine.check_line(f"{name}={value}")
+        except confine.Refused as err:
+            raise params.BadInput(f"error: --param {name}={value}: {err}") from None
     try:
         extra = jobfiles.parse_options(request.params.fio_options)
     except ValueError as err:
         raise params.BadInput(f"error: --param fio_options: {err}") from None
     for name, _ in extra:
-        if name in params.RESERVED:
+        if confine.canonical(name) in params.RESERVED:
             raise params.BadInput(
                 f"error: --param fio_options: {name} is set by the wrapper "
                 f"(reserved: {', '.join(params.RESERVED)})"
@@ -107,9 +114,9 @@ def wrapper_options(request: Request, scratch: str) -> list[jobfiles.Option]:
 
 
 def derived_job_file(request: Request, scratch: str) -> str:
+    options = wrapper_options(request, scratch)
     try:
-        text = jobfiles.read_job_file(request.job_file)
-        return jobfiles.derive(text, request.job_file.parent, wrapper_options(request, scratch))
+        return jobfiles.derive(request.job_file, options)
     except jobfiles.JobFileError as err:
         raise params.BadInput(f"error: {request.job_file}: {err}") from None
 
@@ -118,16 +125,16 @@ def fio_problem() -> str | None:
     return None if shutil.which("fio") else "fio is not installed (apt install fio)"
 
 
-def check_with_fio(request: Request, work: Path, scratch: str) -> Path:
-    """Write the derived job file into `work` and have fio parse it (`--parse-only`): bad
-    input (exit 2) with fio's own message if fio rejects it. Returns the job file's path."""
-    job = work / "job.fio"
-    job.write_text(derived_job_file(request, scratch))
+def check_with_fio(request: Request, scratch: str) -> str:
+    """The derived job file, checked (jobfiles, confine) and parsed by fio
+    (`--parse-only`, the job on its stdin: no file to leave behind): bad input (exit 2),
+    with fio's own message if fio rejects it."""
+    job = derived_job_file(request, scratch)
     engine = request.params.options.get("ioengine")
     if engine:
         _check_engine(engine)
     done = subprocess.run(
-        ["fio", "--parse-only", str(job)], capture_output=True, text=True, check=False
+        ["fio", "--parse-only", "-"], input=job, capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
         said = [
@@ -175,9 +182,20 @@ def emit(event: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def run(request: Request, work: Path) -> dict[str, Any]:
+def run(request: Request) -> dict[str, Any]:
+    """The run in a folder beside the scratch file: under the harness that is its per-run
+    scratch folder, which the harness removes whatever becomes of the wrapper (SIGKILL too)."""
+    scratch = scratch_file(request)
+    job = check_with_fio(request, scratch)
+    with tempfile.TemporaryDirectory(prefix="fio-bench-", dir=Path(scratch).parent) as tmp:
+        work = Path(tmp)
+        (work / "job.fio").write_text(job)
+        return _measure(request, work)
+
+
+def _measure(request: Request, work: Path) -> dict[str, Any]:
     """ready, gate, warm-up, the window between two fio snapshots, the result."""
-    job = check_with_fio(request, work, scratch_file(request))
+    job = work / "job.fio"
     fio = Fio(fio_command(job, work / "fio.json"), work, work / "fio.json", work / "fio.err")
     try:
         emit({"event": "ready", "pids": [fio.pid]})
@@ -247,11 +265,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {problem}", file=sys.stderr)
             return 1
         signal.signal(signal.SIGTERM, _on_sigterm)
-        with tempfile.TemporaryDirectory(prefix="fio-bench-") as tmp:
-            if command == "check":
-                check_with_fio(request, Path(tmp), str(Path(tmp) / "scratch-file"))
-                return 0
-            emit(run(request, Path(tmp)))
+        if command == "check":
+            check_with_fio(request, "scratch-file")  # a name only: fio opens no file here
+            return 0
+        emit(run(request))
         return 0
     except params.BadInput as err:
         print(str(err).replace("\n", " "), file=sys.stderr)
