@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::ScratchFile;
+use common::{need, ScratchFile};
 use io_bench::bench_run::{self, RunEvent};
 use io_bench::params;
 use io_bench::uring_engine;
@@ -38,12 +38,10 @@ fn run(scenario: &str, strategy: &str, overrides: &[&str]) -> io_bench::metrics:
 }
 
 fn engines() -> Vec<&'static str> {
-    match uring_engine::unavailable() {
-        None => vec!["ioengine=psync", "ioengine=io_uring"],
-        Some(reason) => {
-            eprintln!("io_uring skipped: {reason}");
-            vec!["ioengine=psync"]
-        }
+    if need(uring_engine::unavailable().map(|reason| format!("io_uring: {reason}"))) {
+        vec!["ioengine=psync", "ioengine=io_uring"]
+    } else {
+        vec!["ioengine=psync"]
     }
 }
 
@@ -70,19 +68,22 @@ fn every_request_resolves_exactly_once_in_whole_runs() {
     }
 }
 
+/// The bucket bounds a whole run: 2000/s for the 0.3 s window plus the warm-up's share is at
+/// most the window's 600 + a bucket's fill, whatever the scheduling. No lower bound: a busy
+/// machine may keep both shards off their CPUs for the whole short window (dispatch.rs runs
+/// a meter until a count instead).
 #[test]
 fn the_limit_bounds_a_whole_run() {
-    // 2000/s for 0.3 s plus the warm-up's share: at most the window's 600 + a bucket's fill.
     let r = run("randread", "pure", &["iops_limit=2000"]);
+    assert_eq!(r.failure(), None);
     let done = r.window_completed();
     assert!(done <= 600 * 102 / 100 + 4, "{done}");
-    assert!(done >= 150, "{done}");
 }
 
 #[test]
 fn the_limit_ratio_is_the_rate_over_the_limit_for_every_strategy() {
     // pure is held at the limit; unlimited is measured against the same limit.
-    for (strategy, low, high) in [("pure", 0.2, 1.05), ("unlimited", 0.2, f64::MAX)] {
+    for (strategy, high) in [("pure", 1.05), ("unlimited", f64::MAX)] {
         let m = run("randread", strategy, &["iops_limit=2000"]).metrics_json();
         let ratio = m["limit_ratio"].as_f64().unwrap();
         let iops = m["iops"].as_f64().unwrap();
@@ -90,6 +91,6 @@ fn the_limit_ratio_is_the_rate_over_the_limit_for_every_strategy() {
             (ratio - iops / 2000.0).abs() < 1e-9,
             "{strategy}: {ratio} vs {iops}"
         );
-        assert!(ratio > low && ratio <= high, "{strategy}: {ratio}");
+        assert!((0.0..=high).contains(&ratio), "{strategy}: {ratio}");
     }
 }

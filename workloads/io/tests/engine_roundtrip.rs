@@ -1,6 +1,7 @@
 //! Both engines write a pattern through the file and read it back byte-exact, through the
 //! page cache and with O_DIRECT where the filesystem allows it; io_uring where the kernel
-//! allows it (the test says when it is skipped).
+//! allows it. Where the machine lacks one, the test says so and skips it; under CI (or
+//! REQUIRE_BPF=1) it fails instead, as tests/requirements.py's `need()` does.
 
 mod common;
 
@@ -9,7 +10,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::ScratchFile;
+use common::{need, ScratchFile};
 use io_bench::engine::{fill_pattern, Completion, Direction, Engine, Request};
 use io_bench::params::IoEngine;
 use io_bench::shard::make_engine;
@@ -42,7 +43,7 @@ fn roundtrip(kind: IoEngine, direct: bool) {
     let file = match options.open(&scratch.path) {
         Ok(f) => Arc::new(f),
         Err(e) if direct => {
-            eprintln!("skipped: O_DIRECT refused on {:?}: {e}", scratch.path);
+            need(Some(format!("O_DIRECT refused on {:?}: {e}", scratch.path)));
             return;
         }
         Err(e) => panic!("{e}"),
@@ -110,8 +111,7 @@ fn psync_reads_back_what_it_wrote() {
 
 #[test]
 fn io_uring_reads_back_what_it_wrote() {
-    if let Some(reason) = uring_engine::unavailable() {
-        eprintln!("skipped: {reason}");
+    if !need(uring_engine::unavailable().map(|reason| format!("io_uring: {reason}"))) {
         return;
     }
     roundtrip(IoEngine::IoUring, false);

@@ -16,8 +16,31 @@ use io_bench::engine::{Completion, Direction, Engine, Request};
 use io_bench::offsets::Offsets;
 use io_bench::open_loop::Schedule;
 use token_bucket::measure_window::MeasureWindow;
-use token_bucket::reactor::{monotonic_ns, NoObserver, Reactor};
+use token_bucket::reactor::{monotonic_ns, Reactor, ReactorObserver};
 use token_bucket::PureRovers;
+
+/// Whether a missing requirement fails the test rather than skipping it, as in
+/// tests/requirements.py: CI set (non-empty) or REQUIRE_BPF=1.
+pub fn strict() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty())
+        || std::env::var("REQUIRE_BPF").is_ok_and(|v| v == "1")
+}
+
+/// `need()` of tests/requirements.py: true when `problem` is None. Otherwise the test may
+/// not go on: under [`strict`] this panics (cargo hides a skipped test's note, so a green
+/// CI run must have run everything); elsewhere it prints the note and returns false.
+pub fn need(problem: Option<String>) -> bool {
+    match problem {
+        None => true,
+        Some(problem) if strict() => {
+            panic!("CI or REQUIRE_BPF=1 is set, so this does not skip: {problem}")
+        }
+        Some(problem) => {
+            eprintln!("skipped: {problem}");
+            false
+        }
+    }
+}
 
 /// A file of `size` bytes of a known pattern, removed on drop.
 pub struct ScratchFile {
@@ -114,15 +137,47 @@ impl Engine for FakeEngine {
     }
 }
 
-/// Runs one shard's dispatcher with `engine` on this thread for `run` (the window is the
-/// whole run), stops it and lets it drain; returns what it counted.
+/// How long [`run_shard`] runs the dispatcher.
+#[derive(Clone, Copy, Debug)]
+pub enum Until {
+    /// For this long (the window is the whole run).
+    Elapsed(Duration),
+    /// Until this many requests completed: what the test needs, however long a busy
+    /// machine takes to give it (at most [`PATIENCE`], then the test's count fails).
+    Completed(u64),
+}
+
+/// How long [`Until::Completed`] waits at most.
+pub const PATIENCE: Duration = Duration::from_secs(120);
+
+/// What a [`run_shard`] got.
+pub struct ShardRun {
+    pub outcome: ShardOutcome,
+    /// From the start to the end of the drain.
+    pub elapsed: Duration,
+    /// Times the reactor went idle (slept): a shard that never waits has 0.
+    pub idle_sleeps: u64,
+}
+
+struct CountSleeps(u64);
+
+impl ReactorObserver for CountSleeps {
+    fn slept(&mut self, _target_ns: u64, _overshoot_ns: u64) {
+        self.0 += 1;
+    }
+
+    fn timer_fired(&mut self, _due_ns: u64, _lateness_ns: u64) {}
+}
+
+/// Runs one shard's dispatcher with `engine` on this thread `until` (the window is the whole
+/// run), stops it and lets it drain; returns what it counted.
 pub fn run_shard(
     engine: Box<dyn Engine>,
     meter: Option<BucketMeter<PureRovers>>,
     schedule: Schedule,
     fibers: usize,
-    run: Duration,
-) -> ShardOutcome {
+    until: Until,
+) -> ShardRun {
     let window = Arc::new(MeasureWindow::default());
     let stop = Arc::new(AtomicBool::new(false));
     let outcome = Rc::new(RefCell::new(ShardOutcome::default()));
@@ -147,18 +202,28 @@ pub fn run_shard(
         outcome.clone(),
     )));
     let start = monotonic_ns();
-    let end = start + run.as_nanos() as u64;
+    let (end, completed) = match until {
+        Until::Elapsed(run) => (start + run.as_nanos() as u64, u64::MAX),
+        Until::Completed(n) => (start + PATIENCE.as_nanos() as u64, n),
+    };
     window.set(start, end);
     let done = outcome.clone();
+    let mut observer = CountSleeps(0);
     reactor.run(
         |now| {
-            if now >= end {
+            let out = done.borrow();
+            if now >= end || out.window_completed >= completed {
                 stop.store(true, Ordering::Relaxed);
             }
-            done.borrow().finished
+            out.finished
         },
-        &mut NoObserver,
+        &mut observer,
     );
+    let elapsed = Duration::from_nanos(monotonic_ns() - start);
     drop(reactor);
-    outcome.take()
+    ShardRun {
+        outcome: outcome.take(),
+        elapsed,
+        idle_sleeps: observer.0,
+    }
 }
