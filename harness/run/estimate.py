@@ -9,6 +9,7 @@ STARTUP_ESTIMATE_S, which is short for suites with probes or a JVM.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -47,7 +48,9 @@ def learn_startup(plans: Sequence[Plan], runs_dir: Path, cpus: int) -> list[Plan
             break
         try:
             run = load_run(file)
-        except RunLoadError:
+        except RunLoadError as error:
+            # A run directory the bench cannot read does not stop it; the user hears of it.
+            print(f"harness: start-up estimate: skipped {error}", file=sys.stderr)
             continue
         if run.suite in wanted and run.suite not in learned:
             startup = _startup_s(run, cpus)

@@ -11,6 +11,10 @@ from pydantic import ValidationError
 from harness.errors import BadInput
 from harness.rundoc.model import SCHEMA_VERSION, RunDoc
 
+# No run.json the harness writes nests deeper than a dozen levels; a deeper one is refused
+# before anything walks it recursively (the validation, the metrics' flattening).
+MAX_DEPTH = 64
+
 
 class RunLoadError(BadInput):
     """A path that is not a readable run.json; the message names the path and the problem."""
@@ -42,6 +46,12 @@ def load_run(path: Path) -> RunDoc:
         raise RunLoadError(f"cannot read {file}: not text: {error.reason}") from error
     except json.JSONDecodeError as error:
         raise RunLoadError(f"cannot read {file}: not valid JSON: {error}") from error
+    except RecursionError:
+        raise RunLoadError(f"{file}: not a harness run.json (nested too deeply)") from None
+    if _too_deep(doc):
+        raise RunLoadError(
+            f"{file}: not a harness run.json (nested deeper than {MAX_DEPTH} levels)"
+        )
     if not isinstance(doc, dict):
         raise RunLoadError(f"{file}: not a harness run.json (not a JSON object)")
     if not isinstance(doc.get("cells"), list):
@@ -56,6 +66,22 @@ def load_run(path: Path) -> RunDoc:
         return RunDoc.model_validate(doc)
     except ValidationError as error:
         raise RunLoadError(f"{file}: not a valid run.json: {_first_problem(error)}") from None
+
+
+def _too_deep(doc: Any) -> bool:
+    """Whether a value of the document sits inside more than MAX_DEPTH arrays or objects
+    (walked level by level, without recursion)."""
+    level: list[Any] = [doc]
+    for _ in range(MAX_DEPTH + 1):
+        level = [
+            inner
+            for node in level
+            if isinstance(node, dict | list)
+            for inner in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not level:
+            return False
+    return True
 
 
 def _first_problem(error: ValidationError) -> str:

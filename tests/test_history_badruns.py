@@ -1,0 +1,93 @@
+"""A run.json nested too deeply (past Python's recursion limit) is one line naming it, and the
+rest goes on: `history import` imports the runs after it, `harness bench` and `harness run`
+estimate their start-up from another run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import run_harness, runs_dir
+from historyruns import write_night
+
+from harness import cli
+
+pytestmark = pytest.mark.unit
+
+# 100,000 nested arrays: past Python's recursion limit for json.loads.
+DEEP = "[" * 100_000
+
+
+def night(root: Path, n: int, cells: int = 1) -> Path:
+    levels = {("none", c + 1): 1000.0 for c in range(cells)}
+    return write_night(root, n, levels, np.random.default_rng(n))
+
+
+def harness(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_ids(url: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    code, out, err = harness(["history", "list", "--db", url], capsys)
+    assert code == 0, err
+    return [line.split()[0] for line in out.splitlines()[1:]]
+
+
+@pytest.mark.parametrize("head", ['{"cells":', '{"status": "running", "cells":'])
+def test_a_deeply_nested_run_json_is_refused_and_the_runs_after_it_imported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], head: str
+) -> None:
+    first = night(tmp_path / "runs", 0)
+    bad = tmp_path / "runs" / "20250101T120000Z-deep"
+    bad.mkdir()
+    (bad / "run.json").write_text(head + DEEP)
+    last = night(tmp_path / "runs", 1)
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    code, out, err = harness(
+        ["history", "import", "--db", url, *map(str, (first, bad, last))], capsys
+    )
+    assert code == 2
+    assert err.count("\n") == 1 and f"{bad / 'run.json'}: " in err and "nested" in err, err
+    assert "2 imported" in out and "1 refused" in out
+    assert run_ids(url, capsys) == [first.name, last.name]
+
+
+def test_a_deeply_nested_running_run_json_does_not_stop_a_run_or_its_estimate(
+    harness_env: dict[str, str],
+) -> None:
+    done = run_harness(["bench", "--quick", "--probes", "none"], harness_env)
+    assert done.returncode == 0, done.stderr
+    (good,) = runs_dir(harness_env).iterdir()
+    # Newer by name than any run: the estimate reads it first.
+    bad = runs_dir(harness_env) / "99991231T235959Z-deep" / "run.json"
+    bad.parent.mkdir()
+    bad.write_text('{"status": "running", "cells":' + DEEP)
+
+    plan = run_harness(["bench", "--plan"], harness_env)
+    assert plan.returncode == 0, plan.stderr
+    assert f"as in run {good.name}" in plan.stdout.splitlines()[1]
+    assert plan.stderr.count("\n") == 1 and f"skipped {bad}: " in plan.stderr, plan.stderr
+
+    done = run_harness(
+        [
+            "run",
+            "sleepy",
+            "--strategies",
+            "fast",
+            "--repeat",
+            "1",
+            "--duration-s",
+            "0.1",
+            "--warmup-s",
+            "0",
+            "--param",
+            "rate=64",
+        ],
+        harness_env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"skipped {bad}: " in done.stderr and "Traceback" not in done.stderr
+    assert len(list(runs_dir(harness_env).iterdir())) == 3
