@@ -94,6 +94,15 @@ pub const SCENARIOS: &[Scenario] = &[
     },
 ];
 
+/// Most grabs a shard's tick may take on average. A worker does not yield until it got its
+/// per-tick cap (limit / shards tokens) or the bucket ran dry, and when the bucket's rate is
+/// above what the shards can grab it never runs dry: a tick of limit / shards tokens in
+/// grabs of (1 + grab_max) / 2 tokens on average then holds the shard for that many grabs.
+/// At ~100 ns a grab this is about a millisecond (seastar's task quota is 0.5 ms); at the
+/// perf test's limit with rate 1e15 it was 4e9 grabs, minutes of one tick that began before
+/// the measured window and so counted nothing.
+pub const MAX_TICK_GRABS: u64 = 10_000;
+
 /// Number of logical CPUs, the default shard count.
 pub fn logical_cpus() -> i64 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as i64)
@@ -109,7 +118,9 @@ pub fn specs() -> Vec<ParamSpec> {
         default,
         help,
     };
-    let max_rate = MAX_RATE.min((1 << 53) - 1) as i64;
+    // The bucket's own clamp (rate x an hour's replenish fits a u64); above it the bucket
+    // would silently run slower than asked. It is below 2^53, so JSON carries it exactly.
+    let max_rate = MAX_RATE as i64;
     vec![
         spec("shards", int(1, 1024), Value::Int(logical_cpus()),
             "shards (threads, each a cooperative reactor) sharing the bucket; pinned one per CPU when there are enough (default: logical CPUs)"),
@@ -205,12 +216,21 @@ impl Params {
                 "bad value '{limit}' for parameter 'limit' (valid: an integer >= shards ({shards}), so that each shard's per-tick cap limit/shards is at least 1 token)"
             )));
         }
+        let max_grab = int("max_grab");
+        let grab_max = (limit / shards).min(max_grab);
+        let most = shards * MAX_TICK_GRABS * (grab_max + 1) / 2;
+        if limit > most {
+            return Err(BadInput(format!(
+                "bad value '{limit}' for parameter 'limit' (valid: at most {most} = shards x {MAX_TICK_GRABS} grabs of (1 + max_grab) / 2 tokens, so that a shard's tick of limit/shards tokens ends; 0 = rate/2000 = {}; lower limit or raise max_grab)",
+                rate / 2000
+            )));
+        }
         let params = Params {
             shards: shards as usize,
             rate,
             limit,
             threshold,
-            max_grab: int("max_grab"),
+            max_grab,
             release_period: Duration::from_micros(int("release_period_us")),
             over_release: float("over_release"),
             flow_threshold: float("flow_threshold"),
@@ -297,6 +317,42 @@ mod tests {
             "unknown scenario 'burst' (valid: sleeping, yielding, sleeping-hog, yielding-hog)"
         );
         assert!(Strategy::from_name("capped").is_err());
+    }
+
+    /// The range is what the bucket holds: its max rate runs (the per-tick cap permitting),
+    /// one more is refused; and a rate the shards cannot grab at the default limit rate/2000
+    /// (a tick of billions of grabs) is refused instead of running for minutes.
+    #[test]
+    fn rate_range_is_what_the_bucket_holds_and_ticks_end() {
+        let s = Some(scenario(None).unwrap());
+        let max = MAX_RATE.to_string();
+        let p = resolve(
+            s,
+            &overrides(&[&format!("rate={max}"), "limit=1000", "shards=2"]),
+        );
+        assert_eq!(p.unwrap().rate, MAX_RATE);
+        let e = resolve(s, &overrides(&[&format!("rate={}", MAX_RATE + 1)]))
+            .unwrap_err()
+            .0;
+        assert!(e.contains(&format!("an integer in 1..={max}")), "{e}");
+        let e = resolve(s, &overrides(&["rate=1000000000000000", "shards=2"]))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.starts_with(
+                "bad value '500000000000' for parameter 'limit' (valid: at most 1290000 ="
+            ),
+            "{e}"
+        );
+        // The boundary itself: shards x MAX_TICK_GRABS x (1 + 128) / 2 tokens.
+        assert!(resolve(s, &overrides(&["shards=2", "limit=1290000"])).is_ok());
+        assert!(resolve(s, &overrides(&["shards=2", "limit=1290001"])).is_err());
+        // Bigger grabs make a tick of the same tokens shorter.
+        assert!(resolve(
+            s,
+            &overrides(&["shards=2", "limit=1290001", "max_grab=1000"])
+        )
+        .is_ok());
     }
 
     #[test]
