@@ -32,10 +32,16 @@ _PLAIN_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 # ±(2^53 - 1), beyond which only the plain spelling is accepted.
 _MAX_SAFE = 2**53 - 1
 DESCRIBE_TIMEOUT_S = 60
+# docs/workload-contract.md, Versions: 1 = describe + run; 2 = describe + check + run.
+CONTRACT_VERSIONS = (1, 2)
 
 
 class DescribeError(HarnessError):
     """The binary's describe failed or broke the contract: a workload bug, not bad input."""
+
+
+class UnknownContractVersion(ValueError):
+    """A describe of a contract version this harness does not know (a newer one)."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,12 @@ class Description:
     metrics: tuple[dict[str, Any], ...]
     plots: tuple[PlotSpec, ...] = ()
     needs: dict[str, ast.Expression] = field(default_factory=dict)  # harness/run/needs.py
+    contract_version: int = 1
+
+    @property
+    def has_check(self) -> bool:
+        """Whether the workload answers `<bin> check` (version 2 on)."""
+        return self.contract_version >= 2
 
     @property
     def strategy_names(self) -> list[str]:
@@ -227,6 +239,8 @@ def describe(suite: Suite) -> Description:
         raise DescribeError(f"{command} printed invalid JSON: {err}") from err
     try:
         return parse_description(data, suite.name)
+    except UnknownContractVersion as err:
+        raise DescribeError(f"{command}: {err}") from err
     except ValueError as err:
         raise DescribeError(f"{command} broke the workload contract: {err}") from err
 
@@ -235,6 +249,7 @@ def parse_description(data: object, suite_name: str) -> Description:
     """Validate a describe document; ValueError names the offending field."""
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
+    version = _contract_version(data)
     strategies = tuple(
         _named(item, f"strategies[{i}]") for i, item in enumerate(_list(data, "strategies"))
     )
@@ -277,7 +292,23 @@ def parse_description(data: object, suite_name: str) -> Description:
         metrics=metrics,
         plots=plots,
         needs=needs.parse(data["needs"]) if "needs" in data else {},
+        contract_version=version,
     )
+
+
+def _contract_version(data: Mapping[str, Any]) -> int:
+    """The document's contract_version; a workload written before the key existed is 1."""
+    version = data.get("contract_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ValueError(f"'contract_version' must be an integer, got {version!r}")
+    if version not in CONTRACT_VERSIONS:
+        known = " and ".join(map(str, CONTRACT_VERSIONS))
+        raise UnknownContractVersion(
+            f"contract_version {version} is not one this harness knows (versions {known}, "
+            "docs/workload-contract.md#versions); a workload of a newer contract needs a "
+            "newer harness"
+        )
+    return version
 
 
 def _list(data: Mapping[str, Any], key: str, *, required: bool = True) -> list[Any]:

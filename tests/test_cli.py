@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_harness, runs_dir
+from conftest import FIXTURES, only_run, run_harness, runs_dir
 
 from harness.cli import main
 from harness.commands import consoles
@@ -291,3 +292,46 @@ def test_tables_are_not_squeezed_into_80_columns_in_logs(
     assert max(len(line) for line in done.stdout.splitlines()) > 80
     monkeypatch.setenv("COLUMNS", "100")
     assert consoles.stdout().width == 100  # an explicit width is kept
+
+
+TALLY = FIXTURES / "v1-suites" / "tally"  # a workload of contract version 1: no `check`
+WINDOW = ["--duration-s", "0.05", "--warmup-s", "0"]
+
+
+def test_a_version_1_workload_without_check_runs(harness_env: dict[str, str]) -> None:
+    done = run_harness(["run", str(TALLY), "--repeat", "2", *WINDOW], harness_env)
+    assert done.returncode == 0, done.stderr
+    doc = only_run(harness_env)
+    assert doc["status"] == "complete"
+    assert {c["strategy"]: len(c["repeats"]) for c in doc["cells"]} == {"quick": 2, "careful": 2}
+    assert not any(c["failures"] for c in doc["cells"])
+
+
+def test_a_version_1_workload_s_own_bad_input_stops_the_run_at_its_first_repeat(
+    harness_env: dict[str, str],
+) -> None:
+    args = ["run", str(TALLY), "--strategies", "careful", "--param", "batch=500", *WINDOW]
+    done = run_harness([*args, "--repeat", "3"], harness_env)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("harness: error: ") and "usage:" not in line
+    assert "the workload rejected its input: strategy 'careful' counts at most 100" in line
+
+
+def test_a_workload_of_an_unknown_contract_version_is_refused_in_one_line(
+    tmp_path: Path, harness_env: dict[str, str]
+) -> None:
+    suite = tmp_path / "tally"
+    shutil.copytree(TALLY, suite)
+    script = (suite / "tally.py").read_text()
+    newer = script.replace("contract_version=1,", "contract_version=3,")
+    assert newer != script
+    (suite / "tally.py").write_text(newer)
+    done = run_harness(["run", str(suite), *WINDOW], harness_env)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        f"harness: error: `{suite / 'tally.py'} describe`: contract_version 3 is not one this "
+        "harness knows (versions 1 and 2, docs/workload-contract.md#versions); a workload of "
+        "a newer contract needs a newer harness\n"
+    )
+    assert not runs_dir(harness_env).exists()

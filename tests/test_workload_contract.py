@@ -1,6 +1,7 @@
 """The workload contract (docs/workload-contract.md), checked on every suite the tests know of:
 the repo's workloads, the fixture suites (one in JavaScript, tests/fixtures/more-suites, one
-with a scratch file, tests/fixtures/scratch-suites), the README's example and any suite on
+with a scratch file, tests/fixtures/scratch-suites, one of contract version 1, without `check`,
+tests/fixtures/v1-suites), the README's example and any suite on
 HARNESS_SUITES_PATH (so that you can check your own). Each check starts the suite's binary
 directly, as the harness does; a suite with [scratch] gets its HARNESS_SCRATCH_FILE."""
 
@@ -26,7 +27,13 @@ from readme_example import example_name, write_example
 from requirements import need
 
 from harness.catalog import find_suites, unmet_requirements
-from harness.describe import PARAM_TYPES, Description, ParamSpec, parse_description
+from harness.describe import (
+    CONTRACT_VERSIONS,
+    PARAM_TYPES,
+    Description,
+    ParamSpec,
+    parse_description,
+)
 from harness.paths import REPO_ROOT, suites_path
 from harness.run import scratch
 from harness.run.stop import StopFlag
@@ -36,7 +43,13 @@ pytestmark = pytest.mark.e2e
 
 KNOWN = find_suites(
     REPO_ROOT / "workloads",
-    [FIXTURES, FIXTURES / "more-suites", FIXTURES / "scratch-suites", *suites_path()],
+    [
+        FIXTURES,
+        FIXTURES / "more-suites",
+        FIXTURES / "scratch-suites",
+        FIXTURES / "v1-suites",
+        *suites_path(),
+    ],
 ).suites
 NAMES = list(dict.fromkeys([*KNOWN, example_name()]))
 WINDOW = ["--duration-s", "0.3", "--warmup-s", "0"]  # short runs: two cores, many suites
@@ -289,7 +302,9 @@ def test_describe_has_the_contract_shape(
 ) -> None:
     doc = describe_doc(suite, documents)
     description = parse_description(doc, suite.name)  # strategies, scenarios, params, metrics
-    assert doc["suite"] == suite.name and doc["contract_version"] == 1
+    assert doc["suite"] == suite.name and doc["contract_version"] in CONTRACT_VERSIONS
+    if suite.folder.is_relative_to(REPO_ROOT / "workloads"):  # the repo's own have `check`
+        assert doc["contract_version"] == 2
     assert doc["baseline"] in description.strategy_names
     for strategy in doc["strategies"]:
         assert isinstance(strategy.get("help"), str), strategy
@@ -479,7 +494,11 @@ def test_a_run_without_its_scratch_file_exits_2_with_one_line(
     assert len(stderr.splitlines()) == 1 and f"{scratch.ENV} is not set" in stderr, stderr
 
 
-def check(suite: Suite, args: list[str]) -> subprocess.CompletedProcess[str]:
+def check(
+    suite: Suite, description: Description, args: list[str]
+) -> subprocess.CompletedProcess[str]:
+    if not description.has_check:
+        pytest.skip(f"suite {suite.name} keeps contract version 1, which has no `check`")
     return subprocess.run(
         [str(suite.binary), "check", *args],
         cwd=suite.folder,
@@ -493,7 +512,7 @@ def check(suite: Suite, args: list[str]) -> subprocess.CompletedProcess[str]:
 def test_check_accepts_what_run_accepts_and_starts_nothing(
     suite: Suite, description: Description
 ) -> None:
-    done = check(suite, [*baseline_args(description), *WINDOW])
+    done = check(suite, description, [*baseline_args(description), *WINDOW])
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
@@ -508,7 +527,7 @@ def test_check_rejects_what_run_rejects_with_its_one_line(
     if not cases:
         pytest.skip(f"suite {suite.name} has no parameter that can be {kind}")
     for args, bad, valid in cases:
-        done = check(suite, [*args, *WINDOW])
+        done = check(suite, description, [*args, *WINDOW])
         assert done.returncode == 2 and done.stdout == "", f"{args}: {done}"
         assert len(done.stderr.splitlines()) == 1, f"{args}: stderr {done.stderr!r}"
         assert bad in done.stderr and all(name in done.stderr for name in valid), done.stderr

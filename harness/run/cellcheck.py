@@ -1,5 +1,7 @@
 """`<bin> check` of every cell of a plan (docs/workload-contract.md): bad input that only the
-workload can see stops the run before the lock is taken or a run directory is created."""
+workload can see stops the run before the lock is taken or a run directory is created.
+Only a workload of contract version 2 has `check`; a version-1 workload's own bad input
+stops the run at its first repeat (exit 2 before `ready`)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from harness.run.runner import repeat_args
 def check_cells(plan: Plan) -> None:
     """BadInput with the workload's own line for the first cell it rejects (exit 2);
     DescribeError when `check` itself breaks the contract."""
+    if not plan.description.has_check:
+        return
     binary = plan.suite.binary
     for index, cell in enumerate(plan.cells):
         args = repeat_args(plan, index)

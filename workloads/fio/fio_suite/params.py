@@ -111,7 +111,7 @@ def param_specs() -> list[dict[str, Any]]:
 def describe() -> dict[str, Any]:
     return {
         "suite": "fio",
-        "contract_version": 1,
+        "contract_version": 2,
         "baseline": BASELINE,
         "strategies": [{"name": n, "help": h} for n, h in STRATEGIES.items()],
         "default_scenario": "default",

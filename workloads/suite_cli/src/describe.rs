@@ -20,7 +20,7 @@ pub fn document<'a>(
         .collect();
     json!({
         "suite": suite,
-        "contract_version": 1,
+        "contract_version": 2,
         "baseline": baseline,
         "strategies": strategies,
         "default_scenario": scenarios[0].name,

@@ -25,7 +25,7 @@ fn describe_is_the_contract_document() {
     assert!(out.status.success());
     let d: Value = serde_json::from_slice(&out.stdout).expect("describe prints JSON");
     assert_eq!(d["suite"], "timers");
-    assert_eq!(d["contract_version"], 1);
+    assert_eq!(d["contract_version"], 2);
     assert_eq!(d["baseline"], "none");
     assert_eq!(d["default_scenario"], "steady");
     let names: Vec<&str> = d["strategies"]

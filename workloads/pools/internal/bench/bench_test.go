@@ -34,7 +34,7 @@ func TestDescribeIsValid(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
 		t.Fatal(err)
 	}
-	if d["suite"] != "pools" || d["contract_version"] != 1.0 || d["baseline"] != "fifo-channel" ||
+	if d["suite"] != "pools" || d["contract_version"] != 2.0 || d["baseline"] != "fifo-channel" ||
 		d["default_scenario"] != "contended" {
 		t.Errorf("header: %v %v %v %v", d["suite"], d["contract_version"], d["baseline"], d["default_scenario"])
 	}

@@ -406,7 +406,7 @@ func Describe() map[string]any {
 	}
 	return map[string]any{
 		"suite":            "pools",
-		"contract_version": 1,
+		"contract_version": 2,
 		"baseline":         pool.Strategies[0].Name,
 		"strategies":       strategies,
 		"default_scenario": defaultScenario,

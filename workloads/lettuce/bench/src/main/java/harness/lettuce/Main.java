@@ -74,7 +74,7 @@ public final class Main {
     static Map<String, Object> describe() {
         Map<String, Object> d = new LinkedHashMap<>();
         d.put("suite", "lettuce");
-        d.put("contract_version", 1);
+        d.put("contract_version", 2);
         d.put("baseline", Strategy.EXECUTOR_EXPIRY.id);
         List<Object> strategies = new ArrayList<>();
         for (Strategy s : Strategy.values()) {
@@ -199,8 +199,9 @@ public final class Main {
         }
     }
 
-    /** Writes /tmp/perf-PID.map now (jcmd Compiler.perfmap), so that perf sees the JIT's frames
-     * even when it reads the samples before the JVM exits; -XX:+DumpPerfMapAtExit writes it again. */
+    /** Writes /tmp/perf-PID.map now (jcmd Compiler.perfmap): the JIT's frames of the window, for
+     * perf and the collectors; the harness removes it after the repeat (the ready event names the
+     * pid). Only here, not at exit: a JVM that fails before ready leaves no map behind. */
     private static void writePerfMap() {
         try {
             ManagementFactory.getPlatformMBeanServer().invoke(
