@@ -103,3 +103,37 @@ def create_database(base_url: str, name: str) -> str:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     return f"{base_url}/{name}"
+
+
+def readonly_mount_problem() -> str | None:
+    if shutil.which("unshare") is None:
+        return "unshare not found (util-linux): cannot mount a folder read-only"
+    probe = subprocess.run(
+        ["unshare", "--mount", "--map-root-user", "true"], capture_output=True, check=False
+    )
+    if probe.returncode != 0:
+        return f"unshare --mount --map-root-user fails: {probe.stderr.decode().strip()}"
+    return None
+
+
+def readonly_argv(paths: list[Path], argv: list[str]) -> list[str]:
+    """`argv` run where each of `paths` is a read-only bind mount of itself: a private mount
+    namespace (unshare, no privilege needed), so that even root cannot write there and no
+    mount outlives the command."""
+    need(readonly_mount_problem())
+    script = " && ".join(
+        f'mount --bind "${i + 1}" "${i + 1}" && mount -o remount,bind,ro "${i + 1}"'
+        for i in range(len(paths))
+    )
+    shift = f"shift {len(paths)}"
+    return [
+        "unshare",
+        "--mount",
+        "--map-root-user",
+        "sh",
+        "-c",
+        f'{script} && {shift} && exec "$@"',
+        "sh",
+        *map(str, paths),
+        *argv,
+    ]

@@ -1,10 +1,15 @@
 """The history database on SQLite and on a real PostgreSQL server: import (idempotent,
-atomic, refusing bad files), regressions at the right run, acknowledgements, export; both
-backends report the same regressions."""
+atomic, refusing bad files, concurrent), regressions at the right run, acknowledgements,
+export; both backends report the same regressions.
+
+The SQLite cases are unit tests; those on PostgreSQL start a server (tests/historydb.py), so
+they are e2e, like the tests of the workloads make deps builds."""
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +18,7 @@ import numpy as np
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from conftest import HARNESS
 from historydb import create_database, postgres_server
 from historyruns import write_night
 from sqlalchemy import func, select
@@ -21,8 +27,6 @@ from harness import cli
 from harness.history import events, importer
 from harness.history.db import connect
 from harness.history.schema import metadata, points, runs
-
-pytestmark = pytest.mark.unit
 
 STEP_NIGHT = 12
 NIGHTS = 16
@@ -34,7 +38,12 @@ def postgres() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(
+    params=[
+        pytest.param("sqlite", marks=pytest.mark.unit),
+        pytest.param("postgresql", marks=pytest.mark.e2e),
+    ]
+)
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'history.sqlite'}"
@@ -97,6 +106,7 @@ def test_a_step_is_reported_at_its_run_and_acknowledged(
     assert regressions(db_url, capsys)[0] == 0
 
 
+@pytest.mark.e2e
 def test_sqlite_and_postgresql_agree(
     tmp_path: Path, postgres: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -144,6 +154,7 @@ def test_an_interrupted_import_leaves_nothing(
     assert importer.import_run(engine, first).outcome == "imported"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("content", "problem"),
     [
@@ -164,6 +175,7 @@ def test_a_truncated_or_foreign_run_json_is_refused_with_one_line(
     assert err.count("\n") == 1 and problem in err
 
 
+@pytest.mark.unit
 def test_export_has_every_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dirs = stepped_history(tmp_path / "runs")[:2]
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
@@ -198,5 +210,36 @@ def test_a_detection_interrupted_after_the_import_runs_at_the_next_import(
     monkeypatch.undo()
     code, out, _ = harness(["history", "import", "--db", db_url, *map(str, dirs)], capsys)
     assert code == 0 and f"{NIGHTS} unchanged" in out
+    code, found = regressions(db_url, capsys)
+    assert code == 1 and [r["run_id"] for r in found] == [dirs[STEP_NIGHT].name]
+
+
+def test_concurrent_imports_of_the_same_runs_all_succeed(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three processes import the same runs into a new database at once: each run is imported
+    by one of them and found unchanged by the others, and the history is as after one."""
+    dirs = stepped_history(tmp_path / "runs")
+    argv = [*HARNESS, "history", "import", "--db", db_url, *map(str, dirs)]
+    imports = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    imported = 0
+    for process in imports:
+        out, err = process.communicate(timeout=600)
+        assert process.returncode == 0 and err == "", err
+        counts = re.fullmatch(
+            r"history: (\d+) imported, 0 updated, (\d+) unchanged, 0 still running, "
+            r"0 refused\n",
+            out,
+        )
+        assert counts is not None, out
+        assert int(counts[1]) + int(counts[2]) == NIGHTS
+        imported += int(counts[1])
+    assert imported == NIGHTS
+    with connect(db_url).connect() as conn:
+        assert conn.execute(select(func.count()).select_from(runs)).scalar() == NIGHTS
+        assert conn.execute(select(func.count()).select_from(points)).scalar() == 2 * NIGHTS
     code, found = regressions(db_url, capsys)
     assert code == 1 and [r["run_id"] for r in found] == [dirs[STEP_NIGHT].name]

@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.commands.history import DB_HELP
 from harness.commands.parsing import FORMATTER, Commands, help_text
 from harness.dashboard.site import build_site
-from harness.history.db import connect
+from harness.history.db import connect, database_errors
 from harness.paths import results_root
 
 
@@ -31,7 +31,8 @@ def add_parser(commands: Commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     out = args.out or results_root() / "dashboard"
-    with connect(args.db).connect() as conn:
+    engine = connect(args.db)
+    with database_errors(engine), engine.connect() as conn:
         pages = build_site(conn, out)
     print(f"dashboard: {out / 'index.html'} ({pages} pages)")
     return 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.commands.parsing import FORMATTER, Commands, help_text, positive_int
 from harness.history import events, queries
-from harness.history.db import connect
+from harness.history.db import connect, database_errors, writing
 from harness.history.importer import import_runs, run_dirs_under
 from harness.paths import results_root
 
@@ -76,10 +76,11 @@ def add_parser(commands: Commands) -> None:
 def handle_import(args: argparse.Namespace) -> int:
     engine = connect(args.db)
     run_dirs = args.run_dirs or run_dirs_under(results_root() / "runs")
-    done, refused = import_runs(engine, run_dirs)
-    for line in refused:
-        print(f"harness: refused: {line}", file=sys.stderr)
-    events.refresh_pending(engine)
+    with database_errors(engine):
+        done, refused = import_runs(engine, run_dirs)
+        for line in refused:
+            print(f"harness: refused: {line}", file=sys.stderr)
+        events.refresh_pending(engine)
     outcomes = ("imported", "updated", "unchanged", "skipped")
     counts = {o: sum(i.outcome == o for i in done) for o in outcomes}
     print(
@@ -91,7 +92,8 @@ def handle_import(args: argparse.Namespace) -> int:
 
 
 def handle_list(args: argparse.Namespace) -> int:
-    with connect(args.db).connect() as conn:
+    engine = connect(args.db)
+    with database_errors(engine), engine.connect() as conn:
         rows = queries.run_list(conn)
     print(f"{'run':34} {'suite':12} {'machine':16} {'status':11} {'commit':10} points")
     for row in rows:
@@ -104,7 +106,8 @@ def handle_list(args: argparse.Namespace) -> int:
 
 
 def handle_regressions(args: argparse.Namespace) -> int:
-    with connect(args.db).connect() as conn:
+    engine = connect(args.db)
+    with database_errors(engine), engine.connect() as conn:
         found = queries.changes(conn)
     open_ones = [r for r in found if r["status"] == "open"]
     shown = found if args.all else open_ones
@@ -123,14 +126,16 @@ def handle_regressions(args: argparse.Namespace) -> int:
 
 
 def handle_ack(args: argparse.Namespace) -> int:
-    with connect(args.db).begin() as conn:
+    engine = connect(args.db)
+    with database_errors(engine), writing(engine) as conn:
         run_id = events.acknowledge(conn, args.event, args.reason)
     print(f"event {args.event} (run {run_id}) acknowledged")
     return 0
 
 
 def handle_export(args: argparse.Namespace) -> int:
-    with connect(args.db).connect() as conn:
+    engine = connect(args.db)
+    with database_errors(engine), engine.connect() as conn:
         rows = queries.export_rows(conn)
         if args.format == "jsonl":
             for row in rows:

@@ -1,22 +1,33 @@
-"""Opening the history database: its URL (--db, $HARNESS_DB, results/history.sqlite) and the
-migrations that bring it to the current schema."""
+"""Opening the history database: its URL (--db, $HARNESS_DB, results/history.sqlite), the
+migrations that bring it to the current schema, the lock that serialises its writers, and
+the one line a database failure becomes."""
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
-from harness.errors import BadInput
+from harness.errors import BadInput, HarnessError
 from harness.paths import results_root
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+# How long a SQLite writer waits for another one (an import, a detection) to commit.
+SQLITE_BUSY_S = 300.0
+# The PostgreSQL advisory lock every writing transaction takes first (any fixed number).
+PG_WRITE_LOCK = 0x68697374
 
 
 def default_url() -> str:
@@ -34,32 +45,76 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _parse(text_url: str) -> URL:
+    try:
+        parsed = make_url(text_url)
+        parsed.get_dialect()  # an unknown driver fails here
+        return parsed
+    except (ArgumentError, ValueError, ImportError) as error:
+        raise BadInput(
+            f"--db {text_url!r}: not a database URL ({error}; expected sqlite:///PATH or "
+            "postgresql+psycopg://USER@HOST:PORT/DB)"
+        ) from None
+
+
 def connect(url: str | None = None) -> Engine:
     """An engine on the database at `url` (default_url()), migrated to the current schema."""
-    text = url or default_url()
-    try:
-        parsed = make_url(text)
-    except ArgumentError:
-        raise BadInput(
-            f"--db {text!r}: not a database URL (sqlite:///PATH or postgresql+psycopg://...)"
-        ) from None
-    if parsed.get_backend_name() == "sqlite" and parsed.database:
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(parsed)
-    if parsed.get_backend_name() == "sqlite":
+    parsed = _parse(url or default_url())
+    sqlite = parsed.get_backend_name() == "sqlite"
+    if sqlite and parsed.database:
+        folder = Path(parsed.database).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            reason = "not a folder" if error.errno == errno.EEXIST else error.strerror
+            raise BadInput(f"--db {_shown(parsed)}: cannot create {folder}: {reason}") from None
+    engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_S} if sqlite else {})
+    if sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
-    try:
+    with database_errors(engine):
         migrate(engine)
-    except OperationalError as error:
-        reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
-        raise BadInput(f"cannot open the history database {parsed!r}: {reason}") from None
     return engine
 
 
+def _shown(url: URL) -> str:
+    return url.render_as_string(hide_password=True)
+
+
+@contextmanager
+def database_errors(engine: Engine) -> Iterator[None]:
+    """A failure of the database (corrupt, read-only, unreachable, of a newer schema) as one
+    line and exit 1, instead of a traceback."""
+    dbapi_error = getattr(engine.dialect.loaded_dbapi, "Error", DBAPIError)
+    try:
+        yield
+    except (SQLAlchemyError, CommandError, dbapi_error) as error:
+        cause = error.orig if isinstance(error, DBAPIError) else error
+        reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        raise HarnessError(f"history database {_shown(engine.url)}: {reason}") from None
+
+
+@contextmanager
+def writing(engine: Engine) -> Iterator[Connection]:
+    """A transaction that holds the database's write lock from its first statement: what it
+    reads, no other writer changes until it commits (two imports of the same runs at once:
+    the second finds them imported)."""
+    with engine.begin() as conn:
+        if engine.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        elif engine.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_WRITE_LOCK})
+        yield conn
+
+
 def migrate(engine: Engine) -> None:
-    """Alembic's upgrade to head, on one connection and in one transaction."""
+    """Alembic's upgrade to head, on one connection and in one writing transaction; nothing
+    written when the database is at head already (a read-only one can still be read)."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
+    head = ScriptDirectory.from_config(config).get_current_head()
+    with engine.connect() as conn:
+        if MigrationContext.configure(conn).get_current_revision() == head:
+            return
+    with writing(engine) as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, "head")

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 
 from harness.errors import BadInput
+from harness.history.db import writing
 from harness.history.detection import CONFIRM_RUNS, Change, RunFigures, series_changes
 from harness.history.importer import now_iso
 from harness.history.schema import (
@@ -45,7 +46,7 @@ def refresh_pending(engine: Engine) -> int:
             select(runs.c.machine_id, runs.c.suite).where(runs.c.detected.is_(False)).distinct()
         ).all()
     for machine_id, suite in sorted(pending):
-        with engine.begin() as conn:
+        with writing(engine) as conn:
             refresh(conn, machine_id, suite)
             conn.execute(
                 update(runs)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, CursorResult, Engine, delete, insert, select, update
 
+from harness.history.db import writing
 from harness.history.fingerprint import fingerprint
 from harness.history.schema import artifacts, machines, points, runs, samples, series
 from harness.rundoc.files import run_file
@@ -56,7 +57,7 @@ def import_run(engine: Engine, run_dir: Path) -> Imported:
         # Still being written (or killed before it could say): the next import takes it.
         return Imported(doc.run_id, "skipped", 0, doc.suite)
     digest = hashlib.sha256(file.read_bytes()).hexdigest()
-    with engine.begin() as conn:
+    with writing(engine) as conn:
         return _write(conn, doc, file.parent.resolve(), digest)
 
 
