@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import errno
 from pathlib import Path
 
 from harness.commands.history import DB_HELP
 from harness.commands.parsing import FORMATTER, Commands, help_text
 from harness.dashboard.site import build_site
+from harness.errors import BadInput, HarnessError
 from harness.history.db import connect, database_errors
 from harness.paths import results_root
 
@@ -32,7 +34,18 @@ def add_parser(commands: Commands) -> None:
 def handle(args: argparse.Namespace) -> int:
     out = args.out or results_root() / "dashboard"
     engine = connect(args.db)
-    with database_errors(engine), engine.connect() as conn:
-        pages = build_site(conn, out)
+    try:
+        with database_errors(engine), engine.connect() as conn:
+            pages = build_site(conn, out)
+    except OSError as error:
+        where = f"--out {out}: cannot write the dashboard: {error.strerror}"
+        # A rename's error names the temporary file first and the page second.
+        path = error.filename2 or error.filename
+        if path is not None and str(path) != str(out):
+            where += f" ({path})"
+        # A path that cannot be a folder is the user's to fix; a read-only or full disk is not.
+        if error.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.ENAMETOOLONG):
+            raise BadInput(where) from None
+        raise HarnessError(where) from None
     print(f"dashboard: {out / 'index.html'} ({pages} pages)")
     return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import tempfile
 from collections import defaultdict
 from html import escape
 from pathlib import Path
@@ -63,9 +63,7 @@ class Site:
         self.suite_page = {key: f"suite-{i + 1}.html" for i, key in enumerate(sorted(suites))}
 
     def write(self, rel: str, html: str) -> None:
-        path = self.out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(html, encoding="utf-8")
+        replace_file(self.out / rel, html.encode("utf-8"))
         self.pages += 1
 
     def run_link(self, run: Run, rel: str | None, depth: int) -> str | None:
@@ -340,8 +338,10 @@ class Site:
     def build(self) -> int:
         self._pks = {run.run_id: pk for pk, run in self.h.runs.items()}
         self.out.mkdir(parents=True, exist_ok=True)
+        for folder in ("series", "data"):
+            real_folder(self.out / folder)
         for asset in ("style.css", "compare.js"):
-            shutil.copyfile(ASSETS / asset, self.out / asset)
+            replace_file(self.out / asset, (ASSETS / asset).read_bytes())
         self.overview()
         grouped: dict[tuple[int, str], list[Series]] = defaultdict(list)
         for s in self.h.series.values():
@@ -353,6 +353,28 @@ class Site:
         for machine_id in self.h.machines:
             self.machine(machine_id)
         return self.pages
+
+
+def real_folder(path: Path) -> None:
+    """`path` as a folder of its own: a symbolic link of that name (to anywhere) is removed,
+    not followed, so that no page is written outside the site."""
+    if path.is_symlink():
+        path.unlink()
+    path.mkdir(exist_ok=True)
+
+
+def replace_file(path: Path, content: bytes) -> None:
+    """Write `path` whole or not at all: a temporary file in its folder renamed over it, so
+    that a link of that name is replaced, never written through."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(content)
+        os.chmod(temp, 0o644)  # mkstemp's 0600 would hide the site from a web server
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
 
 
 def _headline_metric(members: list[Series]) -> str:
