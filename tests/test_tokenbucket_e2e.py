@@ -49,12 +49,17 @@ def test_every_strategy_runs_with_a_schema_valid_run_json_and_plots(
         assert len(shards) == 2
         assert repeat["shard_tokens_min"] == min(shards)
         assert repeat["shard_tokens_max"] == max(shards)
-        # On a busy machine a shard can get no CPU for a whole short window: bound what the
-        # run got, do not expect a share.
         fairness = repeat["shard_fairness"]
-        assert 0 <= fairness <= 1
-        if max(shards):
-            assert fairness == pytest.approx(min(shards) / max(shards))
+        assert max(shards) > 0
+        assert fairness == pytest.approx(min(shards) / max(shards))
+        if cell["strategy"] == "pure":
+            # Both shard threads are always runnable (the hog spins, the worker sleeps only
+            # microseconds), so the kernel gives them equal CPU shares however busy the
+            # machine, and the pure bucket serves grabs in FIFO order: equal shards get
+            # about equal tokens. (capped-release's shares depend on the release dynamics:
+            # seastar #1724 saw them very unequal; flow-monitor charges by a per-shard
+            # ratio.)
+            assert fairness >= 0.5, shards
         assert repeat["tokens_per_sec"] == pytest.approx(sum(shards) / repeat["measured_s"])
         assert repeat["rate_ratio"] == pytest.approx(repeat["tokens_per_sec"] / 1_000_000)
         # Bounded by construction: the bucket holds at most limit (500) tokens and a
@@ -74,6 +79,28 @@ def test_every_strategy_runs_with_a_schema_valid_run_json_and_plots(
         assert (run_dir / plot["path"]).read_bytes().startswith(b"\x89PNG")
 
 
+MAX_RATE = 2_562_047_788_015_215  # the bucket's max_rate: u64::MAX / 2 / 3600 s
+
+
+def test_the_max_rate_runs_and_completes_with_a_plausible_rate(tb_env: dict[str, str]) -> None:
+    """At describe's max rate (the bucket's own clamp) with a limit whose ticks end, a run
+    completes: the shards get what they can grab, far below the rate but not nothing."""
+    args = ["run", "tokenbucket", "--strategies", "pure", "--scenario", "yielding"]
+    args += ["--param", f"rate={MAX_RATE}", "--param", "limit=1000", "--param", "shards=2"]
+    args += ["--param", "pin=off", "--duration-s", "0.5", "--warmup-s", "0.1"]
+    done = run_harness([*args, "--repeat", "1", "--probes", "none"], tb_env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = runs_dir(tb_env).iterdir()
+    doc: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
+    ((repeat,),) = [cell["repeats"] for cell in doc["cells"]]
+    assert repeat["params"]["rate"] == MAX_RATE
+    assert repeat["tokens"] > 0
+    assert repeat["ops_per_sec"] > 0
+    # Grabs are 1..=128 tokens; the rate is never the bound here.
+    assert repeat["tokens_per_sec"] <= 128 * repeat["ops_per_sec"]
+    assert 0 < repeat["rate_ratio"] < 1e-3
+
+
 @pytest.mark.parametrize(
     ("params", "named"),
     [
@@ -81,6 +108,9 @@ def test_every_strategy_runs_with_a_schema_valid_run_json_and_plots(
         (["shards=0"], "'shards'"),
         (["limit=4", "threshold=5"], ">= threshold (5)"),
         (["shards=4", "limit=3"], ">= shards (4)"),
+        ([f"rate={MAX_RATE + 1}"], "'rate'"),
+        # rate=1e15 at the default limit rate/2000: a tick of 4e9 grabs, refused.
+        (["rate=1000000000000000", "shards=2"], "at most 1290000"),
     ],
 )
 def test_bad_input_exits_2_before_any_run_directory(
