@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bpftool import bpf_ids, prog_holders
 from conftest import FIXTURES, HARNESS, only_run, run_harness
 from requirements import need
 
@@ -179,27 +180,6 @@ def test_probe_a_running_process(bpf_env: dict[str, str], gil_fight: int) -> Non
     assert "futex: top 10 contended addresses" in done.stdout
 
 
-def prog_ids() -> set[int]:
-    done = subprocess.run(
-        ["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True
-    )
-    return {int(p["id"]) for p in json.loads(done.stdout)}
-
-
-def prog_holders() -> dict[int, set[int]]:
-    """BPF program id -> processes holding it (a program fd or a link fd of it)."""
-    holders: dict[int, set[int]] = {}
-    for fdinfo in Path("/proc").glob("[0-9]*/fdinfo/*"):
-        try:
-            text = fdinfo.read_text()
-        except OSError:
-            continue  # gone meanwhile
-        for line in text.splitlines():
-            if line.startswith("prog_id:"):
-                holders.setdefault(int(line.split()[1]), set()).add(int(fdinfo.parts[2]))
-    return holders
-
-
 def tagged(tag: str) -> set[int]:
     """Processes started by this test case: they inherit HARNESS_TEST_TAG=<tag>."""
     marker = f"HARNESS_TEST_TAG={tag}".encode()
@@ -221,7 +201,9 @@ def leftovers(before: set[int], tag: str) -> list[int]:
         ours = tagged(tag)
         holders = prog_holders()
         left = [
-            prog for prog in prog_ids() - before if not holders.get(prog) or holders[prog] & ours
+            prog
+            for prog in bpf_ids("prog") - before
+            if not holders.get(prog) or holders[prog] & ours
         ]
         if not left or time.monotonic() > deadline:
             return left
@@ -246,7 +228,7 @@ def test_no_bpf_program_stays_loaded(case: str, bpf_env: dict[str, str]) -> None
     tag = uuid.uuid4().hex
     env = {**bpf_env, "HARNESS_TEST_TAG": tag}
     probes = ["--probes", f"sched,futex,{SYSCALLS_BT}"]
-    before = prog_ids()
+    before = bpf_ids("prog")
     if case == "normal":
         args = ["run", "timers", "--strategies", "none", *probes, *TIMERS_RUN]
         done = run_harness([*args, "--duration-s", "0.3"], env)
@@ -277,7 +259,9 @@ def test_no_bpf_program_stays_loaded(case: str, bpf_env: dict[str, str]) -> None
         assert cell["repeats"] == [] and cell["failures"][0]["exit_code"] == 1
         run_dir = next((Path(env["HARNESS_RESULTS"]) / "runs").iterdir())
         assert not list(run_dir.glob("probes/**/*.json"))
-    assert leftovers(before, tag) == [], f"{len(prog_ids())} programs now, {len(before)} before"
+    assert leftovers(before, tag) == [], (
+        f"{len(bpf_ids('prog'))} programs now, {len(before)} before"
+    )
     assert tagged(tag) == set()
 
 
