@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, HARNESS, next_own_line, run_harness, runs_dir, sleepy_log
+from conftest import (
+    FIXTURES,
+    HARNESS,
+    OTHERS_RUNNING,
+    next_own_line,
+    run_harness,
+    runs_dir,
+    sleepy_log,
+)
 from requirements import need
 
 from harness.run import abandoned
@@ -126,11 +134,10 @@ def test_sigkill_of_the_harness_leaves_no_workload_process(
     assert doc["status"] == "running" and doc["owner"]["pid"] == pid
     token = Owner(pid, doc["owner"]["start_ticks"], doc["owner"]["boot_id"]).token
     os.kill(pid, signal.SIGKILL)
-    killed = time.monotonic()
     proc.wait(timeout=WAIT_S)
     workload = (entry["pid"], entry["server_pid"])  # the server in a session of its own
-    wait_for(lambda: all(not_running(p) for p in workload), 2.0, "workload processes left")
-    assert time.monotonic() - killed < 2.0
+    # Ended by the guardian, not by running out: the sleepy run lasts 120 s.
+    wait_for(lambda: all(not_running(p) for p in workload), WAIT_S, "workload processes left")
     # The guardian then marks the run and leaves nothing behind.
     wait_for(lambda: run_doc(harness_env)[1]["status"] == "abandoned", WAIT_S, "not marked")
     _, doc = run_doc(harness_env)
@@ -153,7 +160,7 @@ def test_the_next_run_marks_the_abandoned_run_and_ends_its_leftovers(
     os.kill(guardian_of(pid), signal.SIGKILL)
     os.kill(pid, signal.SIGKILL)
     proc.wait(timeout=WAIT_S)
-    wait_for(lambda: not_running(entry["pid"]), 2.0, "the parent-death signal did not kill")
+    wait_for(lambda: not_running(entry["pid"]), WAIT_S, "the parent-death signal did not kill")
     server = entry["server_pid"]
     assert not not_running(server)  # a daemon-like child outside the process group lives on
     try:
@@ -300,10 +307,10 @@ def test_other_workload_processes_are_named_before_the_run(harness_env: dict[str
         stray.kill()
         stray.wait()
     assert done.returncode == 0, done.stderr
-    assert (
-        "harness: other workload processes are running and will skew the figures: "
-        f"sleepy.py (pid {stray.pid})"
-    ) in done.stderr
+    # Those of parallel tests may be named too, in any order.
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith(OTHERS_RUNNING)]
+    named = line.removeprefix(f"{OTHERS_RUNNING} are running and will skew the figures: ")
+    assert f"sleepy.py (pid {stray.pid})" in named.split(", "), line
 
 
 def test_recovery_removes_the_partial_files_of_a_dead_owner(harness_env: dict[str, str]) -> None:
