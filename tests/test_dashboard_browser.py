@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import numpy as np
 import pytest
@@ -108,6 +110,25 @@ def test_the_compare_view_fills_its_table(driver: Any, site: Path) -> None:
     assert console_errors(driver) == []
 
 
+def linked_files(checked: list[str]) -> set[Path]:
+    return {Path(url2pathname(urlparse(url).path)).resolve() for url in checked}
+
+
 def test_every_link_resolves(driver: Any, site: Path) -> None:
-    for html in [site / "index.html", *sorted(site.glob("series/*.html"))[:3]]:
-        check_links(driver, html)
+    """Each page's links resolve, and they are the links the page must have: the stylesheet
+    and the overview, the suite and machine pages, every run's report and flame graph."""
+    runs = sorted((site.parent / "runs").iterdir())
+    reports = {run.resolve() / "report.html" for run in runs}
+    common = {(site / name).resolve() for name in ("style.css", "index.html")}
+    overview = linked_files(check_links(driver, site / "index.html"))
+    assert common | {(site / "suite-1.html").resolve(), (site / "machine-1.html").resolve()} <= (
+        overview
+    )
+    assert runs[-1].resolve() / "report.html" in overview
+    for html in sorted(site.glob("series/*.html"))[:3]:
+        linked = linked_files(check_links(driver, html))
+        assert common | reports | {(site / "suite-1.html").resolve()} <= linked, html
+        flames = {path for path in linked if path.suffix == ".svg"}
+        assert len(flames) == len(runs) and all(
+            f.is_relative_to(site.parent / "runs") for f in flames
+        )

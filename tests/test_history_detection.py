@@ -4,12 +4,15 @@ run's level times (1 + 1% x a standard normal draw)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from harness.history.detection import noise_floor, series_changes
+from harness.history.detection import ALPHA, RunFigures, noise_floor, series_changes
 from harness.history.edivisive import best_split, change_points, t_test
 from harness.history.synthetic import drift, runs_from_levels, step
+from harness.stats import mann_whitney_p
 
 pytestmark = pytest.mark.unit
 
@@ -95,3 +98,56 @@ def test_t_test_is_scipys_student_t_test_from_the_segments_stats() -> None:
         )
         expected = 1.0 if np.isnan(p) else float(p)
         assert t_test(left, right) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+
+
+def _tight(level: float) -> RunFigures:
+    """A run of 5 repeats within 0.04% of `level`."""
+    return RunFigures(level, [level * (1 + d) for d in (-4e-4, -2e-4, 0.0, 2e-4, 4e-4)])
+
+
+def _steady(runs: int = 19) -> list[RunFigures]:
+    """Levels alternating 100.2 / 99.8: run-to-run changes of 0.4%, a noise floor of 1%."""
+    return [_tight(100 + (0.2 if i % 2 == 0 else -0.2)) for i in range(runs)]
+
+
+# Two-sided Mann-Whitney U of 5 repeats against 5, every new one below every old one.
+SEPARATED_P = 2 / math.comb(10, 5)
+
+
+def test_the_newest_run_test_flags_a_clear_step_at_the_newest_run_only() -> None:
+    """The newest run against the previous good run: flagged when its median moved past the
+    noise floor and Mann-Whitney U on the repeats gives p < ALPHA; the change reports the
+    two medians, the floor and that p."""
+    history = _steady()
+    previous = history[-1].median
+    (change,) = series_changes([*history, _tight(previous * 0.95)])
+    assert change.method == "newest" and change.index == len(history)
+    assert change.before == previous and change.after == pytest.approx(previous * 0.95)
+    assert change.change == pytest.approx(-0.05)
+    assert change.noise == pytest.approx(0.01)
+    assert change.p_value == pytest.approx(SEPARATED_P) and SEPARATED_P < ALPHA
+
+
+def test_the_newest_run_test_ignores_noise_a_small_shift_and_overlapping_repeats() -> None:
+    history = _steady()
+    previous = history[-1].median
+    # Within the run-to-run noise.
+    assert series_changes([*history, _tight(previous * 1.003)]) == []
+    # Significant (p = SEPARATED_P) but below the 1% floor.
+    assert series_changes([*history, _tight(previous * 0.991)]) == []
+    # The median 3% down, but the repeats straddle the old ones: p >= ALPHA.
+    spread = RunFigures(previous * 0.97, [previous * f for f in (0.90, 0.96, 0.97, 1.001, 1.002)])
+    assert mann_whitney_p(history[-1].samples, spread.samples) >= ALPHA
+    assert series_changes([*history, spread]) == []
+
+
+def test_the_newest_run_test_compares_with_the_last_good_run_not_the_last_change() -> None:
+    """Two runs at the new level: both are changes against the run before the step (the
+    second is not compared with the first, which would hide it)."""
+    history = _steady()
+    good = history[-1].median
+    changes = series_changes([*history, _tight(good * 0.95), _tight(good * 0.95)])
+    assert [(c.index, c.method, c.before) for c in changes] == [
+        (len(history), "newest", good),
+        (len(history) + 1, "newest", good),
+    ]
