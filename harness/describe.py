@@ -32,6 +32,7 @@ _PLAIN_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 # ±(2^53 - 1), beyond which only the plain spelling is accepted.
 _MAX_SAFE = 2**53 - 1
 DESCRIBE_TIMEOUT_S = 60
+_SHOWN = 40  # characters of a bad value a message quotes
 # docs/workload-contract.md, Versions: 1 = describe + run; 2 = describe + check + run.
 CONTRACT_VERSIONS = (1, 2)
 
@@ -73,9 +74,9 @@ class ParamSpec:
         if isinstance(value, int | float) and not isinstance(value, bool):
             too_low = self.min is not None and value < self.min
             if too_low or (self.max is not None and value > self.max):
-                raise ValueError(f"{raw!r} is out of range")
+                raise ValueError(f"{_shown(raw)} is out of range")
         if self.type == "choice" and value not in self.choices:
-            raise ValueError(f"{raw!r} is not a valid choice")
+            raise ValueError(f"{_shown(raw)} is not a valid choice")
         return value
 
     def _typed(self, raw: object) -> ParamValue:
@@ -83,22 +84,29 @@ class ParamSpec:
         if self.type == "int":
             integer = _integer(raw if text is None else text)
             if integer is None:
-                raise ValueError(f"{raw!r} is not an integer")
+                raise ValueError(f"{_shown(raw)} is not an integer")
             return integer
         if self.type == "float":
             number = _number(raw if text is None else text)
             if number is None:
-                raise ValueError(f"{raw!r} is not a finite number")
+                raise ValueError(f"{_shown(raw)} is not a finite number")
             return number
         if self.type == "bool":
             if isinstance(raw, bool):
                 return raw
             if text is not None and text.lower() in _TRUE | _FALSE:
                 return text.lower() in _TRUE
-            raise ValueError(f"{raw!r} is not a boolean")
+            raise ValueError(f"{_shown(raw)} is not a boolean")
         if not isinstance(raw, str):
-            raise ValueError(f"{raw!r} is not a string")
+            raise ValueError(f"{_shown(raw)} is not a string")
         return raw
+
+
+def _shown(raw: object) -> str:
+    """A bad value as a message quotes it: its repr, a long one cut short (a whole list
+    pasted into one --param stays one readable line)."""
+    text = repr(raw)
+    return text if len(text) <= _SHOWN else f"{text[: _SHOWN - 4]}...{text[-1]}"
 
 
 def _number(raw: object) -> float | None:

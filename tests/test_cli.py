@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, only_run, run_harness, runs_dir
+from conftest import FIXTURES, HARNESS, only_run, run_harness, runs_dir
 
 from harness.cli import main
 from harness.commands import consoles
@@ -335,3 +335,36 @@ def test_a_workload_of_an_unknown_contract_version_is_refused_in_one_line(
         "a newer contract needs a newer harness\n"
     )
     assert not runs_dir(harness_env).exists()
+
+
+def test_twenty_thousand_values_of_one_parameter_are_refused_at_once(
+    tmp_path: Path, harness_env: dict[str, str]
+) -> None:
+    """Refused before argparse reads them (its time grows with the square of their number:
+    9 s of CPU for these), so the harness's CPU time is its start-up's."""
+    args = [arg for i in range(1, 20_001) for arg in ("--param", f"rate={i}")]
+    with (tmp_path / "err").open("w+") as err:
+        proc = subprocess.Popen([*HARNESS, "run", "sleepy", *args], env=harness_env, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)  # its own CPU time, as Popen cannot give it
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait
+        err.seek(0)
+        stderr = err.read()
+    assert proc.returncode == 2
+    assert usage.ru_utime + usage.ru_stime < 2.5  # start-up alone is about 0.5 s
+    assert stderr == (
+        "harness: error: --param rate: 20,000 values, more than the 10,000 cells a run may have "
+        "(strategies x scenarios x swept values): sweep fewer values (see `harness run --help`)\n"
+    )
+    assert not Path(harness_env["HARNESS_RESULTS"]).exists()
+
+
+def test_a_list_pasted_into_one_value_is_refused_in_a_short_line(
+    harness_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = ",".join(str(i) for i in range(1, 20_001))
+    code, _, err = invoke(["run", "sleepy", "--param", f"rate={values}"], capsys)
+    assert code == 2
+    assert err == (
+        "harness: error: bad value for parameter 'rate': '1,2,3,4,5,6,7,8,9,10,11,12,13,14,15...' "
+        "is not an integer (valid: int 1..1000000)\n"
+    )

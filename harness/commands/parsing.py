@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NoReturn, TypeAlias, TypeVar
 
 EXIT_INTERRUPTED = 130
@@ -40,7 +40,22 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 class Parser(argparse.ArgumentParser):
-    """Usage errors as one `harness: error: ...` line, exit code 2."""
+    """Usage errors as one `harness: error: ...` line, exit code 2.
+
+    `precheck`, when a verb sets it, sees the verb's arguments before argparse parses them
+    and returns a usage error or None: argparse's time grows with the square of the number
+    of options (20,000 `--param`s take it 9 s), so a count too large is refused first."""
+
+    precheck: Callable[[Sequence[str]], str | None] | None = None
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self.precheck is not None and args is not None:
+            problem = self.precheck(args)
+            if problem is not None:
+                self.error(problem)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"harness: error: {message} (see `{self.prog} --help`)\n")

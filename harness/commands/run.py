@@ -14,6 +14,7 @@ from harness.commands.parsing import (
     EXIT_CODES,
     FORMATTER,
     Commands,
+    Parser,
     help_text,
     names,
     non_negative_float,
@@ -151,6 +152,8 @@ def add_parser(commands: Commands) -> None:
         help="print run.json on stdout (the table goes to stderr)",
     )
     p.set_defaults(handler=handle)
+    assert isinstance(p, Parser)  # the subparsers take the top-level parser's class
+    p.precheck = _too_many_values
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -195,6 +198,31 @@ def _repeat_count(text: str) -> int:
     if value > MAX_REPEATS:
         raise argparse.ArgumentTypeError(f"must be <= {MAX_REPEATS}, got {text!r}")
     return value
+
+
+def _too_many_values(args: Sequence[str]) -> str | None:
+    """More values of one parameter than a run may have cells, counted as written (the
+    exact `--param K=V` and `--param=K=V`), or None."""
+    counts: dict[str, int] = {}
+    tokens = iter(args)
+    for token in tokens:
+        if token == "--":
+            break
+        if token == "--param":
+            pair = next(tokens, "")
+        elif token.startswith("--param="):
+            pair = token.removeprefix("--param=")
+        else:
+            continue
+        key = pair.partition("=")[0].strip()
+        counts[key] = counts.get(key, 0) + 1
+    for key, count in counts.items():
+        if count > MAX_CELLS:
+            return (
+                f"--param {key}: {count:,} values, more than the {MAX_CELLS:,} cells a run may "
+                "have (strategies x scenarios x swept values): sweep fewer values"
+            )
+    return None
 
 
 def _sweep(pairs: Sequence[str]) -> dict[str, list[object]]:
