@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from harness.run import perfmaps
 from harness.run.confine import RepeatBox
 from harness.run.stop import StopFlag
 
@@ -35,6 +36,8 @@ class Outcome:
     stderr_tail: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     interrupted: bool = False
+    # The ready event's pids that are the workload's own processes (perfmaps.started).
+    processes: list[perfmaps.Started] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -139,6 +142,7 @@ def run_repeat(
     session.drain()
     protocol = session.protocol
     outcome.exit_code = proc.returncode
+    outcome.processes = session.processes
     outcome.stderr_tail = list(session.stderr_tail)
     outcome.elapsed_s = time.monotonic() - started
     if outcome.interrupted:
@@ -174,6 +178,7 @@ class _Session:
         self.hooks = hooks
         self.pgid = proc.pid  # start_new_session: the workload leads its own group
         self.protocol = _Protocol()
+        self.processes: list[perfmaps.Started] = []
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.selector = selectors.DefaultSelector()
         # A line's bytes so far, in chunks: joined once its end arrives, so that a long
@@ -217,6 +222,7 @@ class _Session:
         """An event the protocol accepted (or ignored): tell the hooks, open the gate."""
         name = event["event"]
         if name == "ready":
+            self.processes = perfmaps.started(_pids(event), self.pgid)
             if self.hooks is not None:
                 self.hooks.on_ready(_pids(event))
             self._open_gate()

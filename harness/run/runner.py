@@ -20,6 +20,7 @@ from harness.probes.session import ProbeSession
 from harness.profiles.cells import build_profiles
 from harness.profiles.settings import ProfileSettings
 from harness.results import RunRecord
+from harness.run import perfmaps
 from harness.run.confine import Confinement
 from harness.run.plan import Plan
 from harness.run.progress import Step, make_progress
@@ -115,6 +116,7 @@ def execute(
                 probes = session.close() if session else {}
                 if key != main_key:
                     shutil.rmtree(folder, ignore_errors=True)
+            perfmaps.remove(outcome.processes)  # the probes have read them by now
             if outcome.interrupted:
                 interrupted = True
                 break
