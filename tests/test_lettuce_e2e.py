@@ -1,14 +1,24 @@
 """The lettuce suite through the harness and on its own: the three strategies side by side,
-redis-server started and always stopped (also when the launcher's JVM is killed), and the
-jvmgc probe agreeing with the JVM's own GC figures (GarbageCollectorMXBean)."""
+redis-server started and always stopped (also when the launcher's JVM is killed), never a
+server that took its port measured, no JVM perf map left in /tmp, and the jvmgc probe
+agreeing with the JVM's own GC figures (GarbageCollectorMXBean).
+
+Other pytest-xdist workers run redis-servers and JVMs too: the checks look only at the
+processes this test started. Its JVMs carry its HARNESS_TEST_TAG in their environment and
+name themselves in their GC log's file name (jvm-PID.log); each leads its repeat's session
+(the harness starts the workload in a new one), which its redis-server keeps (redis-server
+overwrites its environment with its process title: no tag there)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +48,27 @@ def lettuce_suite() -> Suite:
 
 
 @pytest.fixture
-def lettuce_env(harness_env: dict[str, str]) -> dict[str, str]:
+def jvm_logs(tmp_path: Path) -> Path:
+    """Where each JVM of the test writes its GC log, jvm-PID.log."""
+    folder = tmp_path / "jvm-logs"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def lettuce_env(harness_env: dict[str, str], jvm_logs: Path) -> dict[str, str]:
     lettuce_suite()
-    return {**harness_env, "HARNESS_WORKLOADS": str(WORKLOADS)}
+    return {
+        **harness_env,
+        "HARNESS_WORKLOADS": str(WORKLOADS),
+        "HARNESS_TEST_TAG": uuid.uuid4().hex,
+        "LETTUCE_BENCH_JVM_OPTS": f"-Xlog:gc:file={jvm_logs}/jvm-%p.log",
+    }
+
+
+def jvms(logs: Path) -> set[int]:
+    """The pids of the JVMs the test started, running or not (their GC logs' names)."""
+    return {int(path.name.removeprefix("jvm-").removesuffix(".log")) for path in logs.iterdir()}
 
 
 def dead(pid: int) -> bool:
@@ -61,17 +89,30 @@ def wait_dead(pid: int) -> bool:
     return True
 
 
-def redis_servers() -> set[int]:
+def tagged(env: dict[str, str]) -> set[int]:
+    """The running processes this test started: they inherit its HARNESS_TEST_TAG."""
+    marker = f"HARNESS_TEST_TAG={env['HARNESS_TEST_TAG']}".encode()
     found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "comm").read_text().strip() == "redis-server" and not dead(
-                    int(entry.name)
-                ):
-                    found.add(int(entry.name))
-            except OSError:
-                continue
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        pid = int(environ.parts[2])
+        try:
+            if marker in environ.read_bytes().split(b"\0") and not dead(pid):
+                found.add(pid)
+        except OSError:
+            continue  # gone meanwhile
+    return found
+
+
+def redis_servers(sessions: set[int]) -> set[int]:
+    """The running redis-servers in these sessions (those of the test's JVMs)."""
+    found = set()
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        pid = int(comm.parts[2])
+        try:
+            if comm.read_text().strip() == "redis-server" and os.getsid(pid) in sessions:
+                found.add(pid)
+        except OSError:
+            continue  # gone meanwhile
     return found
 
 
@@ -83,8 +124,7 @@ def run_lettuce(args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], s
     return doc, done.stdout
 
 
-def test_three_strategies_side_by_side(lettuce_env: dict[str, str]) -> None:
-    before = redis_servers()
+def test_three_strategies_side_by_side(lettuce_env: dict[str, str], jvm_logs: Path) -> None:
     args = ["--duration-s", "1", "--warmup-s", "0.5", "--repeat", "1", "--probes", "none"]
     doc, out = run_lettuce([*args, "--param", "threads=16"], lettuce_env)
     assert [c["strategy"] for c in doc["cells"]] == list(STRATEGIES)
@@ -96,7 +136,8 @@ def test_three_strategies_side_by_side(lettuce_env: dict[str, str]) -> None:
         assert repeat["errors"] == repeat["timeouts"] == 0
         assert repeat["latency_ns"]["p50"] <= repeat["latency_ns"]["max"]
     assert "vs executor-expiry" in out
-    assert redis_servers() <= before, "redis-server left running"
+    assert len(jvms(jvm_logs)) >= 3  # a repeat's JVM a strategy
+    assert not redis_servers(jvms(jvm_logs)), "redis-server left running"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
@@ -132,7 +173,6 @@ def test_redis_server_dies_with_the_launcher(sig: signal.Signals) -> None:
 def test_redis_server_stops_when_the_harness_is_stopped(lettuce_env: dict[str, str]) -> None:
     """SIGTERM to `harness run` in the middle of a repeat: the harness stops the workload,
     whose JVM stops its redis-server on the way out."""
-    before = redis_servers()
     args = ["run", "lettuce", "--strategies", "no-timeout", "--repeat", "1", "--probes", "none"]
     harness = subprocess.Popen(
         [*HARNESS, *args, "--duration-s", "120", "--warmup-s", "0"],
@@ -143,7 +183,7 @@ def test_redis_server_stops_when_the_harness_is_stopped(lettuce_env: dict[str, s
     )
     try:
         deadline = time.monotonic() + 120
-        while not (started := redis_servers() - before):
+        while not (started := redis_servers(tagged(lettuce_env))):
             assert harness.poll() is None, harness.communicate()[1]
             assert time.monotonic() < deadline, "no redis-server started"
             time.sleep(0.1)
@@ -155,6 +195,127 @@ def test_redis_server_stops_when_the_harness_is_stopped(lettuce_env: dict[str, s
         if harness.poll() is None:
             harness.kill()
             harness.wait()
+
+
+# A `redis-server` first on PATH that takes the port the launcher tells redis-server to use
+# (bound with SO_REUSEADDR, as a racing server can), serves it as a fake redis that logs each
+# command's name, and execs the real redis-server only once the fake has answered a first
+# request: the launcher always meets the fake while its own child runs, and the real
+# redis-server then finds the port taken.
+FAKE_REDIS = """#!{python}
+import os, socket, sys, threading
+
+REAL, LOG = {real!r}, {log!r}
+args = sys.argv[1:]
+port = int(args[args.index("--port") + 1])
+listener = socket.socket()
+listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+listener.bind(("127.0.0.1", port))
+listener.listen(64)
+answered_r, answered_w = os.pipe()
+if os.fork() > 0:
+    listener.close()
+    os.close(answered_w)
+    os.read(answered_r, 1)  # EOF once the fake has answered (or died)
+    os.execv(REAL, [REAL, *args])
+os.close(answered_r)
+log = os.open(LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+first = threading.Lock()
+
+
+def command(f):
+    head = f.readline()
+    if not head.startswith(b"*"):  # an inline command (PING, INFO server)
+        return head.split()
+    words = []
+    for _ in range(int(head[1:])):
+        size = int(f.readline()[1:])
+        words.append(f.read(size + 2)[:-2])
+    return words
+
+
+def serve(conn):
+    f = conn.makefile("rb")
+    while words := command(f):
+        name = words[0].upper()
+        os.write(log, name + b"\\n")
+        if name == b"PING":
+            reply = b"+PONG\\r\\n"
+        elif name == b"INFO":
+            text = f"# Server\\r\\nprocess_id:{{os.getpid()}}\\r\\ntcp_port:{{port}}\\r\\n".encode()
+            reply = b"$%d\\r\\n%s\\r\\n" % (len(text), text)
+        elif name == b"HELLO":  # lettuce falls back to RESP2
+            reply = b"-ERR unknown command 'HELLO'\\r\\n"
+        else:
+            reply = b"+OK\\r\\n"
+        conn.sendall(reply)
+        if first.acquire(blocking=False):
+            os.close(answered_w)
+
+
+while True:
+    threading.Thread(target=serve, args=(listener.accept()[0],), daemon=True).start()
+"""
+
+
+def test_a_server_that_takes_the_port_is_never_measured(
+    lettuce_env: dict[str, str], jvm_logs: Path, tmp_path: Path
+) -> None:
+    """A server bound to redis-server's port between the launcher's choice of the port and
+    redis-server's own bind: the launcher sees it is not its child (INFO server's
+    process_id) and fails the repeat saying so; no SET of the run reaches it."""
+    real = shutil.which("redis-server")
+    assert real is not None
+    log = tmp_path / "fake-redis.log"
+    log.touch()
+    shim_dir = tmp_path / "bin"
+    shim_dir.mkdir()
+    shim = shim_dir / "redis-server"
+    shim.write_text(FAKE_REDIS.format(python=sys.executable, real=real, log=str(log)))
+    shim.chmod(0o755)
+    env = {**lettuce_env, "PATH": f"{shim_dir}:{lettuce_env['PATH']}"}
+    args = ["--strategies", "no-timeout", "--repeat", "2", "--probes", "none"]
+    done = run_harness(
+        ["run", "lettuce", *args, "--duration-s", "1", "--warmup-s", "0.5"], env, timeout=300
+    )
+    commands = log.read_text().split()
+    assert "SET" not in commands, f"{commands.count('SET')} SETs measured the fake server"
+    assert commands, "the fake server was never asked: the port race was not reproduced"
+    assert done.returncode == 1, done.stderr
+    (run_dir,) = runs_dir(env).iterdir()
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert doc["status"] == "failed"
+    (cell,) = doc["cells"]
+    assert cell["repeats"] == []
+    assert [f["repeat"] for f in cell["failures"]] == [1, 2]
+    for failure in cell["failures"]:
+        tail = "\n".join(failure["stderr_tail"])
+        assert "not by the redis-server started here" in tail, tail
+    assert not tagged(env), "the fake server outlived the run"
+    assert not redis_servers(jvms(jvm_logs)), "redis-server left running"
+
+
+@pytest.mark.parametrize("probes", ["none", pytest.param("oncpu", marks=pytest.mark.bpf)])
+def test_no_perf_map_outlives_the_run(
+    probes: str, lettuce_env: dict[str, str], jvm_logs: Path
+) -> None:
+    """Each run JVM writes /tmp/perf-PID.map (for perf's Java frames); the harness removes the
+    maps of the JVMs it started once the repeat's probes are done, and the oncpu flame graph
+    still names Java frames. The JVMs' pids: each writes its GC log to jvm-PID.log."""
+    if probes == "oncpu":
+        need(perf_problem())
+    args = ["--strategies", "no-timeout", "--probes", probes, "--repeat", "2"]
+    doc, _ = run_lettuce([*args, "--duration-s", "1", "--warmup-s", "0.5"], lettuce_env)
+    (cell,) = doc["cells"]
+    assert len(cell["repeats"]) == 2
+    pids = jvms(jvm_logs)
+    assert len(pids) >= 2, pids  # the repeats' JVMs (and those of describe/check)
+    left = [path for pid in pids if (path := Path(f"/tmp/perf-{pid}.map")).exists()]
+    assert not left, f"perf maps left behind: {left}"
+    if probes == "oncpu":
+        (run_dir,) = runs_dir(lettuce_env).iterdir()
+        folded = (run_dir / "folded" / "no-timeout.oncpu.folded").read_text()
+        assert "io.lettuce.core" in folded and "_[j]" in folded, folded[:2000]
 
 
 @pytest.mark.bpf
@@ -174,7 +335,10 @@ def test_jvmgc_probe_agrees_with_the_jvm(lettuce_env: dict[str, str]) -> None:
     probe may exceed the JVM by up to one pause more, and never fall short of it."""
     need(bpftrace_problem())
     need(perf_problem())
-    env = {**lettuce_env, "LETTUCE_BENCH_JVM_OPTS": "-Xmn8m"}
+    env = {
+        **lettuce_env,
+        "LETTUCE_BENCH_JVM_OPTS": f"{lettuce_env['LETTUCE_BENCH_JVM_OPTS']} -Xmn8m",
+    }
     args = ["--strategies", "no-timeout", "--probes", "jvmgc,oncpu", "--repeat", "2"]
     doc, out = run_lettuce([*args, "--duration-s", "3", "--warmup-s", "1"], env)
     # The same run's on-CPU profile has Java frames by name (frame pointers kept, perf map).
