@@ -1,0 +1,238 @@
+"""Every script under scripts/, run for real in a small configuration."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from requirements import need, tool_problem
+
+from harness.paths import REPO_ROOT
+
+SCRIPTS = REPO_ROOT / "scripts"
+IO_BENCH = REPO_ROOT / "workloads" / "target" / "release" / "io-bench"
+# Each script, and the tests that run it (test_every_script_is_run checks the list).
+RUN_BY = {
+    "bench-detection": "test_bench_detection_with_few_seeds",
+    "bench-history": "test_bench_history_with_two_nights",
+    "check-venv-access.sh": "test_check_venv_access_on_the_venv",
+    "install-system-deps.sh": "test_install_system_deps_changes_nothing_here",
+    "io-vs-fio": "test_io_vs_fio_one_small_round",
+    "nightly": "test_nightly_on_the_fixture_suites",
+}
+
+
+def run(
+    argv: list[str | Path], env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(arg) for arg in argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=env,
+    )
+
+
+def one_error_line(done: subprocess.CompletedProcess[str], script: str) -> None:
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"{script}: "), done.stderr
+
+
+@pytest.mark.unit
+def test_every_script_is_run() -> None:
+    scripts = {p.name for p in SCRIPTS.iterdir() if p.name != "system-packages.txt"}
+    assert scripts == set(RUN_BY)
+    assert all(callable(globals().get(test)) for test in RUN_BY.values())
+
+
+@pytest.mark.e2e
+def test_io_vs_fio_one_small_round(tmp_path: Path) -> None:
+    need(tool_problem("fio", "fio"))
+    if not IO_BENCH.is_file():
+        pytest.fail(f"{IO_BENCH} is not built: run `make deps`")
+    env = {**os.environ, "SIZE_MB": "4", "SECONDS_PER_RUN": "1", "PARALLELISM": "2"}
+    file = tmp_path / "scratch"
+    done = run([SCRIPTS / "io-vs-fio", "psync", "0", "1", file], env)
+    assert done.returncode == 0, done.stderr
+    match = re.fullmatch(
+        r"psync direct=0 round 1: io (\d+) IOPS, fio (\d+) IOPS, io/fio ([\d.]+)\n", done.stdout
+    )
+    assert match, done.stdout
+    io, fio, ratio = int(match[1]), int(match[2]), float(match[3])
+    assert io > 0 and fio > 0
+    assert ratio == pytest.approx(io / fio, abs=1e-3)
+    assert file.stat().st_size == 4 << 20
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scratch"]  # no partial file left
+
+
+@pytest.mark.unit
+def test_io_vs_fio_never_overwrites_a_file_it_did_not_make(tmp_path: Path) -> None:
+    precious = tmp_path / "notes.txt"
+    precious.write_text("mine\n")
+    done = run([SCRIPTS / "io-vs-fio", "psync", "0", "1", precious], {**os.environ, "SIZE_MB": "4"})
+    one_error_line(done, "io-vs-fio")
+    assert precious.read_text() == "mine\n"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("args", "size_mb"),
+    [
+        (["psync", "0", "0"], "4"),
+        (["psync", "0", "x"], "4"),
+        (["psync", "0", "1"], "257"),
+        (["psync", "0", "1"], "08"),
+        (["aio", "0", "1"], "4"),
+        (["psync", "2", "1"], "4"),
+    ],
+)
+def test_io_vs_fio_refuses_bad_input(tmp_path: Path, args: list[str], size_mb: str) -> None:
+    file = tmp_path / "scratch"
+    done = run([SCRIPTS / "io-vs-fio", *args, file], {**os.environ, "SIZE_MB": size_mb})
+    one_error_line(done, "io-vs-fio")
+    assert not file.exists()
+
+
+@pytest.mark.unit
+def test_bench_detection_with_few_seeds() -> None:
+    done = run([sys.executable, SCRIPTS / "bench-detection", "3"])
+    assert done.returncode == 0, done.stderr
+    five, ten = json.loads(done.stdout)
+    assert (five["repeats"], ten["repeats"]) == (5, 10)
+    for figures in (five, ten):
+        assert 0 <= figures["step_3pct_hits_of_3"] <= 3
+        # As for the 100 seeds (README): no false event, every drift flagged within 30 runs.
+        assert figures["false_events_in_3_series_x_200_runs"] == 0
+        assert figures["drift_flagged_within_30_runs_of_3"] == 3
+        assert 0 < figures["drift_delay_median_runs"] <= figures["drift_delay_max_runs"] <= 30
+    assert ten["step_3pct_hits_of_3"] == 3  # 10 repeats find the step in almost every seed
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("script", "args"),
+    [("bench-detection", ["0"]), ("bench-history", ["x"]), ("bench-history", ["2", "3"])],
+)
+def test_bench_scripts_refuse_bad_input(script: str, args: list[str]) -> None:
+    one_error_line(run([sys.executable, SCRIPTS / script, *args]), script)
+
+
+@pytest.mark.unit
+def test_bench_history_with_two_nights(tmp_path: Path) -> None:
+    done = run(
+        [sys.executable, SCRIPTS / "bench-history", "2"], {**os.environ, "TMPDIR": str(tmp_path)}
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert (figures["nights"], figures["runs"], figures["series"]) == (2, 6, 600)
+    for step in ("import", "dashboard", "import_one_night", "dashboard_rebuild"):
+        assert figures[step]["wall_s"] >= 0 and figures[step]["cpu_s"] >= 0
+    assert figures["files"] > 600  # a page per series, and the suites' pages
+    assert 0 < figures["largest_file_bytes"] < 5 << 20
+    assert list(tmp_path.iterdir()) == []  # its temporary folder removed
+
+
+@pytest.mark.e2e
+def test_nightly_on_the_fixture_suites(harness_env: dict[str, str]) -> None:
+    """`make nightly` (deps, bench, import, dashboard, regressions) on the fixture suites."""
+    results = Path(harness_env["HARNESS_RESULTS"])
+    done = run([SCRIPTS / "nightly"], {**harness_env, "QUICK": "1"}, timeout=600)
+    assert done.returncode == 0, done.stderr
+    (log,) = (results / "nightly").glob("*.log")
+    assert done.stderr.startswith(f"nightly: log {log}\n"), done.stderr
+    text = log.read_text()
+    assert text.startswith("nightly: started ") and "no open regressions" in text
+    assert re.search(r"^nightly: finished \S+, exit status 0$", text, re.M), text
+    # The log's end is shown as well.
+    assert done.stderr.endswith("".join(text.splitlines(keepends=True)[-20:]))
+    assert len(list((results / "runs").iterdir())) == 1
+    assert (results / "history.sqlite").is_file()
+    assert (results / "dashboard" / "index.html").is_file()
+
+
+@pytest.mark.unit
+def test_nightly_does_nothing_while_another_holds_the_lock(harness_env: dict[str, str]) -> None:
+    logs = Path(harness_env["HARNESS_RESULTS"]) / "nightly"
+    logs.mkdir(parents=True)
+    with (logs / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        done = run([SCRIPTS / "nightly"], harness_env, timeout=60)
+    assert done.returncode == 75, done.stderr
+    assert done.stderr == f"nightly: another nightly holds {logs}/.lock; nothing done\n"
+    assert [p.name for p in logs.iterdir()] == [".lock"]
+
+
+def machine_state() -> dict[str, str]:
+    """What install-system-deps.sh could change: packages, Rust components, tracefs."""
+    dpkg = run(["dpkg-query", "-W", "-f", "${Package} ${Version} ${Status}\n"])
+    state = {"dpkg": dpkg.stdout}
+    if tool_problem("rustup", "rustup") is None:
+        state["rustup"] = run(["rustup", "component", "list", "--installed"]).stdout
+    mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    state["tracefs"] = "\n".join(line for line in mounts if " tracefs " in line)
+    return state
+
+
+@pytest.mark.e2e
+def test_install_system_deps_changes_nothing_here() -> None:
+    """On this machine, set up by `make deps`, it finds everything there and installs nothing."""
+    need(tool_problem("dpkg-query", "dpkg"))
+    listed = (SCRIPTS / "system-packages.txt").read_text().splitlines()
+    wanted = [line.strip() for line in listed if line.strip() and not line.startswith("#")]
+    status = run(["dpkg-query", "-W", "-f", "${Package} ${Status}\n", *wanted])
+    missing = [p for p in wanted if f"{p} install ok installed" not in status.stdout]
+    need(f"packages not installed here: {' '.join(missing)} (make deps)" if missing else None)
+    before = machine_state()
+    done = run([SCRIPTS / "install-system-deps.sh"])
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == ("", "")
+    assert machine_state() == before
+
+
+def private_dir(python: Path) -> Path | None:
+    """The first folder above the interpreter that other users cannot enter, if any."""
+    for folder in python.parents:
+        if folder != Path("/") and not folder.stat().st_mode & 0o001:
+            return folder
+    return None
+
+
+@pytest.mark.unit
+def test_check_venv_access_on_the_venv() -> None:
+    venv = REPO_ROOT / ".venv"
+    if not venv.is_dir():
+        pytest.fail(f"{venv} is missing: run `make python-env`")
+    done = run([SCRIPTS / "check-venv-access.sh", venv])
+    assert done.returncode == 0 and done.stdout == ""
+    python = Path(os.path.realpath(venv / "bin" / "python"))
+    folder = private_dir(python)
+    if folder is None:
+        assert done.stderr == ""
+    else:
+        assert done.stderr.startswith(f"note: {venv}/bin/harness runs for "), done.stderr
+        assert f"Python {python} is under {folder}, which other users" in done.stderr
+
+
+@pytest.mark.unit
+def test_check_venv_access_names_a_private_interpreter(tmp_path: Path) -> None:
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    python = private / "python3"
+    python.write_text("")
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin" / "python").symlink_to(python)
+    done = run([SCRIPTS / "check-venv-access.sh", tmp_path / "venv"])
+    assert done.returncode == 0 and done.stdout == ""
+    assert f"its Python {python} is under {private}, which other users cannot enter" in " ".join(
+        done.stderr.split()
+    )
