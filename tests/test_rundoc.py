@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +30,7 @@ DOC = REPO_ROOT / "docs" / "run-json.md"
 SHORT = ["--duration-s", "0.1", "--warmup-s", "0"]
 
 
-pytestmark = pytest.mark.unit
-
-
+@pytest.mark.unit
 def test_the_committed_schema_is_the_generated_one() -> None:
     assert SCHEMA_FILE.read_text() == schema_text(), "run `make schema` and commit the file"
     assert run_schema()["properties"]["schema_version"]["const"] == SCHEMA_VERSION
@@ -51,6 +51,7 @@ def schema_keys(node: Any, defs: dict[str, Any]) -> set[str]:
     return keys
 
 
+@pytest.mark.unit
 def test_the_doc_names_every_key_and_the_schema_file() -> None:
     schema = json.loads(SCHEMA_FILE.read_text())
     text = DOC.read_text()
@@ -94,6 +95,7 @@ def created(out_dir: Path, strategies: list[str], sweep: dict[str, list[object]]
     return RunRecord.create(out_dir, plan, git=git, host=host, command=["harness", "run"])
 
 
+@pytest.mark.unit
 def test_a_run_in_progress_satisfies_the_schema(tmp_path: Path) -> None:
     record = created(tmp_path, ["slow", "fast"], {"rate": [100, 300]})
     doc = written(record.run_dir)
@@ -101,6 +103,7 @@ def test_a_run_in_progress_satisfies_the_schema(tmp_path: Path) -> None:
     assert [c["profile"] for c in doc["cells"]] == [{}] * 4
 
 
+@pytest.mark.unit
 def test_sleepy_runs_satisfy_the_schema(harness_env: dict[str, str]) -> None:
     args = ["run", "sleepy", "--strategies", "slow,fast,liar", "--scenario", "steady,burst"]
     doc = the_run(harness_env, [*args, "--param", "rate=100", "--param", "rate=300", *SHORT], 1)
@@ -168,6 +171,7 @@ def version_1_run(harness_env: dict[str, str]) -> Path:
     return run_dir
 
 
+@pytest.mark.unit
 def test_a_run_json_of_version_1_is_refused_with_one_line(
     harness_env: dict[str, str], version_1_run: Path
 ) -> None:
@@ -185,6 +189,7 @@ def test_a_run_json_of_version_1_is_refused_with_one_line(
         assert done.stdout == ""
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
@@ -207,3 +212,20 @@ def test_a_malformed_run_json_is_refused_naming_the_key(
     message = str(error.value)
     assert message.startswith(f"{record.path}: not a valid run.json: {problem}")
     assert "\n" not in message
+
+
+@pytest.mark.unit
+def test_no_unit_test_carries_another_tier() -> None:
+    """`pytest -m unit` runs without privilege and without built workloads: a test that needs
+    them (e2e, bpf, browser) must not be selected by it, e.g. through a module-wide mark."""
+    select = ["-m", "unit and (e2e or bpf or browser)", str(REPO_ROOT / "tests")]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *select],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    both = [line for line in done.stdout.splitlines() if "::" in line]
+    assert both == [] and done.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, done.stdout
