@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, HARNESS, only_run, run_harness, runs_dir
+from product_text import issue_refs
 
 from harness.cli import main
 from harness.commands import consoles
@@ -65,6 +66,7 @@ def test_every_command_has_help_with_examples(
     code, out, _ = invoke([*command.split(), "--help"], capsys)
     assert code == 0
     assert "examples:" in out
+    assert issue_refs(out) == []
     assert f"harness {command}".strip() in out
 
 

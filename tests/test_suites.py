@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import FIXTURES
+from product_text import issue_refs
 
 from harness.describe import ParamSpec, parse_description, render
 from harness.errors import BadInput
+from harness.paths import REPO_ROOT
 from harness.run.plan import build_plan, plan_matrix
 from harness.suites import Scale, discover, load_suite, select
 
@@ -238,12 +242,55 @@ def test_values_render_for_the_command_line() -> None:
             {"scenarios": [{"name": "steady", "params": {"ghost": 1}}]},
             "scenarios[0].params sets 'ghost'",
         ),
+        ({"contract_version": "2"}, "'contract_version' must be an integer, got '2'"),
+        ({"contract_version": True}, "'contract_version' must be an integer, got True"),
+        (
+            {"contract_version": 3},
+            "contract_version 3 is not one this harness knows (versions 1 and 2,",
+        ),
     ],
 )
 def test_describe_output_is_checked(change: dict[str, Any], problem: str) -> None:
     with pytest.raises(ValueError) as err:
         parse_description({**DESCRIBE, **change}, "toy")
     assert problem in str(err.value)
+
+
+@pytest.mark.parametrize(("version", "has_check"), [(None, False), (1, False), (2, True)])
+def test_the_contract_version_says_whether_the_workload_has_check(
+    version: int | None, has_check: bool
+) -> None:
+    doc = {k: v for k, v in DESCRIBE.items() if k != "contract_version"}
+    if version is not None:
+        doc["contract_version"] = version
+    description = parse_description(doc, "toy")
+    assert (description.contract_version, description.has_check) == (version or 1, has_check)
+
+
+SUITE_TOMLS = sorted(
+    [*(REPO_ROOT / "workloads").glob("*/suite.toml"), *FIXTURES.glob("**/suite.toml")]
+)
+
+
+@pytest.mark.parametrize(
+    "manifest", SUITE_TOMLS, ids=[str(p.parent.relative_to(REPO_ROOT)) for p in SUITE_TOMLS]
+)
+def test_no_suite_description_names_an_issue(manifest: Path) -> None:
+    """suite.toml's description, which `harness list` and the reports show. The describe of
+    the repo's built workloads is checked so in test_workload_contract.py; the scripts of
+    the fixture suites here, as they need no build."""
+    suite = load_suite(manifest)
+    assert issue_refs(suite.description) == [], manifest
+    if suite.binary.suffix == ".py":
+        done = subprocess.run(
+            [str(suite.binary), "describe"],
+            cwd=suite.folder,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert issue_refs(json.dumps(json.loads(done.stdout))) == [], manifest
 
 
 def plan_for(tmp_path: Path, **kwargs: Any) -> Any:

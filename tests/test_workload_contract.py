@@ -23,6 +23,7 @@ from typing import IO, Any
 
 import pytest
 from conftest import FIXTURES
+from product_text import issue_refs
 from readme_example import example_name, write_example
 from requirements import need
 
@@ -305,6 +306,7 @@ def test_describe_has_the_contract_shape(
     assert doc["suite"] == suite.name and doc["contract_version"] in CONTRACT_VERSIONS
     if suite.folder.is_relative_to(REPO_ROOT / "workloads"):  # the repo's own have `check`
         assert doc["contract_version"] == 2
+    assert issue_refs(json.dumps(doc)) == [], "describe's text names an issue"
     assert doc["baseline"] in description.strategy_names
     for strategy in doc["strategies"]:
         assert isinstance(strategy.get("help"), str), strategy
