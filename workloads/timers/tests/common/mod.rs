@@ -1,7 +1,17 @@
 //! Shared by the strategy tests of this crate and of `timers-legacy` (included by path):
 //! runs a strategy in-process against an in-process server with a resolution log, and
 //! checks that every request resolved exactly once, that the counters agree with the log
-//! and the server, and that no timeout fired early or more than its granularity late.
+//! and the server, that no timeout fired early or more than its granularity late, and that
+//! exactly the requests the server answered late timed out.
+//!
+//! No check counts on wall-clock luck; this runs on small, busy machines. An attempt that
+//! issued too few requests is re-run with a longer window. Whether an answer beats its
+//! timeout depends on how late the machine ran the threads in between, so the timeout of an
+//! exact case is a margin over the wake-up delay measured during the attempt (`WakeupDelay`):
+//! a split into answers and timeouts that is not exact fails the test if the measured delay
+//! stayed within the margin, and otherwise re-runs the attempt with a timeout (and slow delay)
+//! that covers the delay seen. Both re-runs are capped, and the test then fails with the
+//! figures measured.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -14,16 +24,35 @@ use timers::resolution_log::{ResolutionLog, Verified};
 use timers::server::{Server, ServerConfig};
 use timers::strategy::StrategyKind;
 
-/// Lateness allowed on top of a strategy's granularity and the measured wake-up delay
-/// (`WakeupDelay`): this runs on small, busy machines.
-pub const SLACK: Duration = Duration::from_millis(250);
+/// Lateness allowed on top of a strategy's granularity and the measured wake-up delay.
+const SLACK: Duration = Duration::from_millis(250);
 /// Wake-ups in series between a deadline and its resolution: the timer's thread (a runtime
 /// worker, a wheel's or an executor's) and the one it hands the expiry to.
 const HOPS: u32 = 2;
+/// Wake-ups in series between sending a request the server answers at once and its task
+/// getting the answer: the server's reader and writer, the client's reader and the task.
+const FAST_HOPS: u32 = 4;
+/// How many times over the timeout covers what the measured wake-up delay can make of a
+/// fast answer or a late timer: "far within", "far beyond".
+const MARGIN: u32 = 2;
+/// A slow answer comes this many timeouts after its request.
+const SLOW_FACTOR: u32 = 3;
+
+const WARMUP: Duration = Duration::from_millis(100);
+/// The first attempt's measured window; it doubles while too few requests were issued.
+const WINDOW: Duration = Duration::from_millis(500);
+/// An attempt is conclusive with at least this many measured requests...
+const MIN_ISSUED: u64 = 100;
+/// ...and, in a case with slow answers, this many of them.
+const MIN_SLOW: u64 = 5;
+/// Attempts per check before it fails with the last one's figures.
+const MAX_ATTEMPTS: u32 = 5;
+/// The timeout grows to at most this many times a case's first one.
+const MAX_TIMEOUT_SCALE: u32 = 16;
 
 #[path = "../../engines/tests/engines/wakeup_delay.rs"]
 mod wakeup_delay;
-pub use wakeup_delay::WakeupDelay;
+use wakeup_delay::WakeupDelay;
 
 /// Runs are timing-sensitive: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -48,53 +77,87 @@ const BASE: &[&str] = &[
 pub struct Case {
     pub name: &'static str,
     pub params: &'static [&'static str],
+    /// For a case whose answers come at once or, `slow_fraction` of them, `SLOW_FACTOR`
+    /// timeouts late, so that exactly the slow ones must time out: the first attempt's
+    /// timeout. None when `params` set a timeout that answers race.
+    pub exact_timeout: Option<Duration>,
 }
 
 /// Answers come at once: nothing may time out.
 pub const STEADY: Case = Case {
     name: "steady",
-    params: &["timeout_ms=2000"],
+    params: &[],
+    exact_timeout: Some(Duration::from_millis(2000)),
 };
 
-/// 5% of answers come after 450 ms, the timeout is 150 ms: exactly those time out. The
-/// timeout leaves room for scheduling stalls of a busy 2-core machine, so that an answer
-/// due at once never misses it, and the slow delay for a late-firing timer.
+/// 5% of answers come after 3 timeouts (450 ms at first): exactly those time out.
 pub const SLOW_TAIL: Case = Case {
     name: "slow-tail",
-    params: &["slow_fraction=0.05", "slow_delay_ms=450", "timeout_ms=150"],
+    params: &["slow_fraction=0.05"],
+    exact_timeout: Some(Duration::from_millis(150)),
 };
 
 /// Every answer takes about as long as the timeout: answers and timers race.
 pub const RACE: Case = Case {
     name: "race",
     params: &["service_time_us=10000", "service_dist=exp", "timeout_ms=10"],
+    exact_timeout: None,
 };
 
-fn resolve(case: &Case) -> Params {
-    let overrides: Vec<String> = BASE
+/// What one attempt at a case runs with.
+#[derive(Clone, Copy, Debug)]
+struct Attempt {
+    window: Duration,
+    /// The timeout of an exact case; its slow delay is `SLOW_FACTOR` times it.
+    timeout: Option<Duration>,
+}
+
+fn resolve(case: &Case, attempt: Attempt) -> Params {
+    let mut overrides: Vec<String> = BASE
         .iter()
         .chain(case.params)
         .map(|s| s.to_string())
         .collect();
+    if let Some(timeout) = attempt.timeout {
+        let ms = timeout.as_millis();
+        overrides.push(format!("timeout_ms={ms}"));
+        overrides.push(format!("slow_delay_ms={}", ms * u128::from(SLOW_FACTOR)));
+    }
     params::resolve(None, &overrides).expect("test parameters are valid")
 }
 
-/// How late a timeout of `kind` may fire at most: its granularity, plus HOPS wake-ups each as
-/// late as `delay` saw this machine wake threads, plus SLACK. A fixed bound fails on a busy
-/// 2-core machine; on a quiet one this is granularity + SLACK as before.
-pub fn allowed_lateness(kind: StrategyKind, params: &Params, delay: &WakeupDelay) -> Duration {
-    let granularity = match kind {
+/// How much later than its deadline a timeout of `kind` may fire by design.
+fn granularity(kind: StrategyKind, params: &Params) -> Duration {
+    match kind {
         StrategyKind::HashedWheel | StrategyKind::HashedWheelOffload => params.tick,
         StrategyKind::ScheduledExecutor | StrategyKind::EventExecutor => Duration::ZERO,
         _ => Duration::from_millis(1),
-    };
-    granularity + delay.worst() * HOPS + SLACK
+    }
 }
 
-/// Runs `kind` under `case` with a resolution log.
-pub fn run(kind: StrategyKind, case: &Case) -> (Params, Report, Verified) {
-    let _one_at_a_time = serial();
-    let params = resolve(case);
+/// How late a timeout of `kind` may fire at most: its granularity, plus HOPS wake-ups each as
+/// late as the worst this machine was seen to wake threads, plus SLACK. A fixed bound fails on
+/// a busy 2-core machine; on a quiet one this is granularity + SLACK.
+fn allowed_lateness(kind: StrategyKind, params: &Params, worst_wakeup: Duration) -> Duration {
+    granularity(kind, params) + worst_wakeup * HOPS + SLACK
+}
+
+/// The timeout that makes the split exact when threads wake up to `worst_wakeup` late: an
+/// answer due at once comes MARGIN times within it, and a slow answer, `SLOW_FACTOR`
+/// timeouts after its request, MARGIN times after a timer as late as such wake-ups make it.
+fn timeout_needed(kind: StrategyKind, params: &Params, worst_wakeup: Duration) -> Duration {
+    let fast = worst_wakeup * FAST_HOPS * MARGIN;
+    if params.slow_fraction == 0.0 {
+        return fast;
+    }
+    let slow = (granularity(kind, params) + worst_wakeup * HOPS) * MARGIN / (SLOW_FACTOR - 1);
+    fast.max(slow)
+}
+
+/// Runs `kind` under `case` as `attempt` says with a resolution log; checks that every
+/// request resolved exactly once.
+fn run(kind: StrategyKind, case: &Case, attempt: Attempt) -> (Params, Report, Verified) {
+    let params = resolve(case, attempt);
     let server = Server::start(ServerConfig::from_params(&params), 0).expect("server starts");
     let runtime = kind.build_runtime(params.threads).expect("runtime builds");
     let log = Arc::new(ResolutionLog::new());
@@ -107,11 +170,7 @@ pub fn run(kind: StrategyKind, case: &Case) -> (Params, Report, Verified) {
         ))
         .expect("connects");
     let report = runtime
-        .block_on(bench.run(
-            Duration::from_millis(100),
-            Duration::from_millis(500),
-            |_| {},
-        ))
+        .block_on(bench.run(WARMUP, attempt.window, |_| {}))
         .unwrap_or_else(|e| panic!("{} / {}: run failed: {e}", kind.name(), case.name));
     drop(runtime);
     drop(bench);
@@ -122,28 +181,21 @@ pub fn run(kind: StrategyKind, case: &Case) -> (Params, Report, Verified) {
     (params, report, verified)
 }
 
-/// Runs `kind` under `case` and checks everything that must hold for it.
-pub fn check(kind: StrategyKind, case: &Case) {
-    let delay = WakeupDelay::start();
-    let (params, report, verified) = run(kind, case);
-    let what = format!("{} / {}", kind.name(), case.name);
+/// Checks what must hold for any attempt, whatever the machine's load.
+fn check_sound(
+    kind: StrategyKind,
+    params: &Params,
+    report: &Report,
+    verified: &Verified,
+    worst_wakeup: Duration,
+    what: &str,
+) {
     let s = &report.stats;
-    eprintln!(
-        "{what}: issued {} ok {} timeouts {} late {} server_slow {} max lateness {:?} timer {:?}",
-        s.issued,
-        s.ok,
-        s.timeouts,
-        report.late_responses,
-        report.server_slow,
-        verified.max_lateness(),
-        report.timer
-    );
     assert!(
         report.violations().is_empty(),
         "{what}: {:?}",
         report.violations()
     );
-    assert!(s.issued >= 100, "{what}: only {} requests issued", s.issued);
     assert_eq!(
         s.issued as usize, verified.measured,
         "{what}: issued vs log"
@@ -180,27 +232,102 @@ pub fn check(kind: StrategyKind, case: &Case) {
         assert_eq!(s.timeouts, 0, "{what}: timeouts without a timeout");
         assert_eq!(timer("registered"), 0, "{what}");
     }
-    if params.slow_fraction > 0.0 {
-        assert!(
-            report.server_slow > 0,
-            "{what}: the server made nothing slow"
-        );
-        if kind.has_timeout() {
-            // Exactly the slow requests time out.
-            assert_eq!(s.timeouts, report.server_slow, "{what}: timeouts vs slow");
-        }
-    } else if params.service_time.is_zero() {
-        assert_eq!(s.timeouts, 0, "{what}: timeouts without slow answers");
-    } else if kind.has_timeout() {
-        assert!(
-            s.timeouts > 0 && s.ok > 0,
-            "{what}: answers and timers did not race"
-        );
-    }
-    let allowed = allowed_lateness(kind, &params, &delay);
+    let allowed = allowed_lateness(kind, params, worst_wakeup);
     assert!(
         verified.max_lateness() <= allowed,
         "{what}: a timeout fired {:?} after its deadline (allowed {allowed:?})",
         verified.max_lateness()
     );
+}
+
+/// What is wrong with the split into answers and timeouts of an exact case, if anything.
+fn split_error(kind: StrategyKind, params: &Params, report: &Report) -> Option<String> {
+    let timeouts = report.stats.timeouts;
+    // Exactly the slow requests time out (none without slow answers or a timeout).
+    let expected = if kind.has_timeout() && params.slow_fraction > 0.0 {
+        report.server_slow
+    } else {
+        0
+    };
+    (timeouts != expected).then(|| {
+        format!(
+            "{timeouts} timeouts, {expected} expected ({} answers slow)",
+            report.server_slow
+        )
+    })
+}
+
+/// Runs `kind` under `case` and checks everything that must hold for it, in attempts as the
+/// module documentation says.
+pub fn check(kind: StrategyKind, case: &Case) {
+    let _one_at_a_time = serial();
+    let first_timeout = case.exact_timeout;
+    let mut attempt = Attempt {
+        window: WINDOW,
+        timeout: first_timeout,
+    };
+    let mut last = String::new();
+    for number in 1..=MAX_ATTEMPTS {
+        let what = format!("{} / {} #{number}", kind.name(), case.name);
+        let delay = WakeupDelay::start();
+        let (params, report, verified) = run(kind, case, attempt);
+        let worst = delay.worst();
+        drop(delay);
+        let s = &report.stats;
+        last = format!(
+            "{what}: window {:?} timeout {:?} issued {} ok {} timeouts {} late {} \
+             server_slow {} max lateness {:?} worst wake-up {worst:?}",
+            attempt.window,
+            params.timeout,
+            s.issued,
+            s.ok,
+            s.timeouts,
+            report.late_responses,
+            report.server_slow,
+            verified.max_lateness(),
+        );
+        eprintln!("{last} timer {:?}", report.timer);
+        check_sound(kind, &params, &report, &verified, worst, &what);
+
+        let slow_wanted = if params.slow_fraction > 0.0 {
+            MIN_SLOW
+        } else {
+            0
+        };
+        if s.issued < MIN_ISSUED || report.server_slow < slow_wanted {
+            // Too little happened to judge: run longer.
+            attempt.window *= 2;
+            last = format!("{last}: too few requests");
+            continue;
+        }
+        let Some(first_timeout) = first_timeout else {
+            if kind.has_timeout() {
+                assert!(
+                    s.timeouts > 0 && s.ok > 0,
+                    "{what}: answers and timers did not race"
+                );
+            }
+            return;
+        };
+        let Some(error) = split_error(kind, &params, &report) else {
+            return;
+        };
+        let needed = timeout_needed(kind, &params, worst);
+        assert!(
+            params.timeout < needed,
+            "{what}: {error}, although threads woke at worst {worst:?} late, which a \
+             {:?} timeout covers",
+            params.timeout
+        );
+        // The machine stalled more than this timeout covers: again with one that covers it.
+        let timeout = (params.timeout * 2)
+            .max(needed)
+            .min(first_timeout * MAX_TIMEOUT_SCALE);
+        // Whole milliseconds, as the parameters take them, rounded up.
+        attempt.timeout = Some(Duration::from_millis(
+            u64::try_from(timeout.as_micros().div_ceil(1000)).expect("a timeout fits u64 ms"),
+        ));
+        last = format!("{last}: {error}");
+    }
+    panic!("{MAX_ATTEMPTS} attempts, none conclusive; the last: {last}");
 }
