@@ -2,6 +2,10 @@
 //! either cancelled (and never fired) or fired once (and its cancel failed). Whatever the
 //! machine's load, both ways occur and the clear cases go the one way they must: a cancel
 //! that returned before the deadline won, a cancel made after the callback ran lost.
+//!
+//! Neither way counts on the wall clock: the timeouts cancelled at once have a deadline
+//! [`FAR`] away, so their cancels verifiably return before it even on a stalled machine, and
+//! the ones cancelled late wait for their callback to have run.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -14,11 +18,16 @@ const ROUNDS: usize = 4;
 const PER_ROUND: usize = 2_000;
 const IDS: usize = ROUNDS * PER_ROUND;
 const CANCELLERS: usize = 2;
-/// Per round, timeouts cancelled as soon as all are armed, well before the deadline...
+/// Per round, timeouts cancelled as soon as all are armed, [`FAR`] before their deadline...
 const EARLY: usize = 16;
 /// ...and timeouts cancelled only once their callback has run.
 const LATE: usize = 16;
+/// The deadline of the swept and the late timeouts is this far from the start of a round...
 const LEAD: Duration = Duration::from_millis(20);
+/// ...and that of the early ones this far after it: far more than arming a round and
+/// cancelling takes, however loaded the machine, yet soon enough that one wrongly firing
+/// after its cancel won shows up before the end.
+const FAR: Duration = Duration::from_secs(1);
 /// The cancels of a round start this long before the common deadline...
 const SWEEP_BEFORE: Duration = Duration::from_millis(1);
 /// ...and end this long after it, past the wheel's next 1 ms tick.
@@ -56,15 +65,19 @@ fn race(engine: impl Engine, recorder: &Recorder) {
     let mut before_deadline = 0;
     for round in 0..ROUNDS {
         let deadline = Instant::now() + LEAD;
-        last_deadline = deadline;
-        let handles: Vec<_> = (round * PER_ROUND..(round + 1) * PER_ROUND)
+        let far_deadline = deadline + FAR;
+        last_deadline = far_deadline;
+        let first = round * PER_ROUND;
+        let early: Vec<_> = (first..first + EARLY)
+            .map(|id| (id, engine.arm_probe(id, far_deadline)))
+            .collect();
+        let rest: Vec<_> = (first + EARLY..first + PER_ROUND)
             .map(|id| (id, engine.arm_probe(id, deadline)))
             .collect();
-        let (early, rest) = handles.split_at(EARLY);
         let (late, swept) = rest.split_at(LATE);
         let mut results: Vec<Cancel> = early
             .iter()
-            .map(|(id, handle)| cancel(deadline, *id, handle))
+            .map(|(id, handle)| cancel(far_deadline, *id, handle))
             .collect();
         let swept: Vec<Vec<Cancel>> = thread::scope(|scope| {
             let cancellers: Vec<_> = swept
@@ -110,10 +123,10 @@ fn race(engine: impl Engine, recorder: &Recorder) {
          deadline (all won), {} came after the callback (all lost)",
         ROUNDS * LATE
     );
-    // Both outcomes occurred: the early cancels return long before a deadline LEAD away.
+    // Both outcomes occurred: the early cancels return long before a deadline FAR away.
     assert!(
         before_deadline > 0 && cancels > 0,
-        "no cancel returned before its deadline"
+        "only {before_deadline} cancels returned before their deadline, {cancels} won"
     );
     assert!(cancels < IDS, "every cancel won");
     assert!(
