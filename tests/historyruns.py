@@ -7,7 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from rundocs import cell, config, run
+
+from harness import cli
 
 
 def write_night(
@@ -46,3 +49,23 @@ def write_night(
             '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>'
         )
     return folder
+
+
+def night(root: Path, n: int, cells: int = 1) -> Path:
+    """Night `n` with `cells` cells of strategy none, all at 1000 ops/s."""
+    levels = {("none", c + 1): 1000.0 for c in range(cells)}
+    return write_night(root, n, levels, np.random.default_rng(n))
+
+
+def harness(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """The harness in this process: exit code, stdout, stderr."""
+    code = cli.main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_ids(url: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The run ids `history list` shows for the database at `url`."""
+    code, out, err = harness(["history", "list", "--db", url], capsys)
+    assert code == 0, err
+    return [line.split()[0] for line in out.splitlines()[1:]]

@@ -186,10 +186,11 @@ def test_without_a_scratch_file_run_is_bad_input(scratch: Path) -> None:
     assert "HARNESS_SCRATCH_FILE is not set" in line
 
 
-def test_fio_dies_with_the_wrapper(scratch: Path) -> None:
+def _start_fio(env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
+    """fio-bench running randread-4k for 30 s, once its window has begun; and fio's pid."""
     proc = subprocess.Popen(
         _argv("randread-4k", "30", "0"),
-        env=_env(scratch),
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -197,15 +198,23 @@ def test_fio_dies_with_the_wrapper(scratch: Path) -> None:
     assert proc.stdout is not None
     (pid,) = json.loads(proc.stdout.readline())["pids"]
     assert json.loads(proc.stdout.readline())["event"] == "measure_start"  # fio runs
+    return proc, pid
+
+
+def _sigkill_and_wait_for_fio(proc: subprocess.Popen[str], pid: int) -> None:
+    """SIGKILL the wrapper; fio must die with it (its parent-death signal) within 10 s."""
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    for _ in range(500):  # up to 10 s
+    for _ in range(500):
         if not Path(f"/proc/{pid}").exists() or _state(pid) == "Z":
-            break
+            return
         time.sleep(0.02)
-    else:
-        os.kill(pid, signal.SIGKILL)
-        pytest.fail(f"fio (pid {pid}) outlived the wrapper")
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail(f"fio (pid {pid}) outlived the wrapper")
+
+
+def test_fio_dies_with_the_wrapper(scratch: Path) -> None:
+    _sigkill_and_wait_for_fio(*_start_fio(_env(scratch)))
 
 
 def _state(pid: int) -> str:
@@ -223,24 +232,10 @@ def test_a_sigkilled_wrapper_leaves_nothing_outside_the_scratch_files_folder(
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir()
     before = set(scratch.parent.iterdir())
-    proc = subprocess.Popen(
-        _argv("randread-4k", "30", "0"),
-        env={**_env(scratch), "TMPDIR": str(tmpdir)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    (pid,) = json.loads(proc.stdout.readline())["pids"]
-    assert json.loads(proc.stdout.readline())["event"] == "measure_start"  # fio runs
+    proc, pid = _start_fio({**_env(scratch), "TMPDIR": str(tmpdir)})
     (work,) = set(scratch.parent.iterdir()) - before
     assert work.name.startswith("fio-bench-") and (work / "job.fio").is_file()
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    for _ in range(500):  # up to 10 s: fio dies with the wrapper
-        if not Path(f"/proc/{pid}").exists() or _state(pid) == "Z":
-            break
-        time.sleep(0.02)
+    _sigkill_and_wait_for_fio(proc, pid)
     assert list(tmpdir.iterdir()) == []
     assert set(scratch.parent.iterdir()) - before == {work}
 

@@ -20,10 +20,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from conftest import HARNESS
 from historydb import create_database, postgres_server
-from historyruns import write_night
+from historyruns import harness, write_night
 from sqlalchemy import func, select
 
-from harness import cli
 from harness.history import events, importer
 from harness.history.db import connect
 from harness.history.schema import metadata, points, runs
@@ -61,12 +60,6 @@ def stepped_history(root: Path) -> list[Path]:
         kernel = "6.9.0" if night >= STEP_NIGHT else "6.8.0"
         dirs.append(write_night(root, night, levels, rng, kernel=kernel))
     return dirs
-
-
-def harness(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = cli.main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def regressions(db_url: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[Any]]:

@@ -15,28 +15,9 @@ import numpy as np
 import pytest
 from conftest import HARNESS
 from historydb import readonly_argv
-from historyruns import write_night
-
-from harness import cli
+from historyruns import harness, night, run_ids
 
 pytestmark = pytest.mark.unit
-
-
-def night(root: Path, n: int, cells: int = 1) -> Path:
-    levels = {("none", c + 1): 1000.0 for c in range(cells)}
-    return write_night(root, n, levels, np.random.default_rng(n))
-
-
-def harness(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = cli.main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def run_ids(url: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
-    code, out, err = harness(["history", "list", "--db", url], capsys)
-    assert code == 0, err
-    return [line.split()[0] for line in out.splitlines()[1:]]
 
 
 def populated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:

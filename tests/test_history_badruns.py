@@ -6,34 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 from conftest import run_harness, runs_dir
-from historyruns import write_night
-
-from harness import cli
+from historyruns import harness, night, run_ids
 
 pytestmark = pytest.mark.unit
 
 # 100,000 nested arrays: past Python's recursion limit for json.loads.
 DEEP = "[" * 100_000
-
-
-def night(root: Path, n: int, cells: int = 1) -> Path:
-    levels = {("none", c + 1): 1000.0 for c in range(cells)}
-    return write_night(root, n, levels, np.random.default_rng(n))
-
-
-def harness(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = cli.main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def run_ids(url: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
-    code, out, err = harness(["history", "list", "--db", url], capsys)
-    assert code == 0, err
-    return [line.split()[0] for line in out.splitlines()[1:]]
 
 
 @pytest.mark.parametrize("head", ['{"cells":', '{"status": "running", "cells":'])
