@@ -6,12 +6,12 @@
 //!
 //! No check counts on wall-clock luck; this runs on small, busy machines. An attempt that
 //! issued too few requests is re-run with a longer window. Whether an answer beats its
-//! timeout depends on how late the machine ran the threads in between, so the timeout of an
-//! exact case is a margin over the wake-up delay measured during the attempt (`WakeupDelay`):
-//! a split into answers and timeouts that is not exact fails the test if the measured delay
-//! stayed within the margin, and otherwise re-runs the attempt with a timeout (and slow delay)
-//! that covers the delay seen. Both re-runs are capped, and the test then fails with the
-//! figures measured.
+//! timeout depends on how late the machine ran the threads in between, so a case's timeout
+//! is a margin over the wake-up delay measured during the attempt (`WakeupDelay`): outcomes
+//! that are not what the case expects (an exact split into answers and timeouts, or a race
+//! with both) fail the test if the measured delay stayed within the margin, and otherwise
+//! re-run the attempt with a timeout (and server delays) that covers the delay seen. Both
+//! re-runs are capped, and the test then fails with the figures measured.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -35,7 +35,8 @@ const FAST_HOPS: u32 = 4;
 /// How many times over the timeout covers what the measured wake-up delay can make of a
 /// fast answer or a late timer: "far within", "far beyond".
 const MARGIN: u32 = 2;
-/// A slow answer comes this many timeouts after its request.
+/// A slow answer comes this many timeouts after its request; in a race, about one answer in
+/// 20 (e^-3) does too.
 const SLOW_FACTOR: u32 = 3;
 
 const WARMUP: Duration = Duration::from_millis(100);
@@ -47,8 +48,10 @@ const MIN_ISSUED: u64 = 100;
 const MIN_SLOW: u64 = 5;
 /// Attempts per check before it fails with the last one's figures.
 const MAX_ATTEMPTS: u32 = 5;
-/// The timeout grows to at most this many times a case's first one.
-const MAX_TIMEOUT_SCALE: u32 = 16;
+/// The timeout grows to at most this (or a case's first one, if longer).
+const MAX_TIMEOUT: Duration = Duration::from_secs(4);
+/// The window grows to at most this.
+const MAX_WINDOW: Duration = Duration::from_secs(8);
 
 #[path = "../../engines/tests/engines/wakeup_delay.rs"]
 mod wakeup_delay;
@@ -77,39 +80,52 @@ const BASE: &[&str] = &[
 pub struct Case {
     pub name: &'static str,
     pub params: &'static [&'static str],
-    /// For a case whose answers come at once or, `slow_fraction` of them, `SLOW_FACTOR`
-    /// timeouts late, so that exactly the slow ones must time out: the first attempt's
-    /// timeout. None when `params` set a timeout that answers race.
-    pub exact_timeout: Option<Duration>,
+    /// The first attempt's timeout; the server's delays follow it (see [`Expect`]).
+    pub timeout: Duration,
+    pub expect: Expect,
+}
+
+/// How the answers of a case relate to its timeout, and what must come of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// Answers come at once or, `slow_fraction` of them, `SLOW_FACTOR` timeouts late:
+    /// exactly the slow ones time out.
+    Exact,
+    /// Service times are exponential with the timeout as their mean: answers and timers
+    /// race, and both win some.
+    Race,
 }
 
 /// Answers come at once: nothing may time out.
 pub const STEADY: Case = Case {
     name: "steady",
     params: &[],
-    exact_timeout: Some(Duration::from_millis(2000)),
+    timeout: Duration::from_millis(2000),
+    expect: Expect::Exact,
 };
 
 /// 5% of answers come after 3 timeouts (450 ms at first): exactly those time out.
 pub const SLOW_TAIL: Case = Case {
     name: "slow-tail",
     params: &["slow_fraction=0.05"],
-    exact_timeout: Some(Duration::from_millis(150)),
+    timeout: Duration::from_millis(150),
+    expect: Expect::Exact,
 };
 
-/// Every answer takes about as long as the timeout: answers and timers race.
+/// Every answer takes about as long as the timeout (10 ms at first): answers and timers race.
 pub const RACE: Case = Case {
     name: "race",
-    params: &["service_time_us=10000", "service_dist=exp", "timeout_ms=10"],
-    exact_timeout: None,
+    params: &["service_dist=exp"],
+    timeout: Duration::from_millis(10),
+    expect: Expect::Race,
 };
 
 /// What one attempt at a case runs with.
 #[derive(Clone, Copy, Debug)]
 struct Attempt {
     window: Duration,
-    /// The timeout of an exact case; its slow delay is `SLOW_FACTOR` times it.
-    timeout: Option<Duration>,
+    /// Whole milliseconds, as the parameters take them.
+    timeout: Duration,
 }
 
 fn resolve(case: &Case, attempt: Attempt) -> Params {
@@ -118,11 +134,12 @@ fn resolve(case: &Case, attempt: Attempt) -> Params {
         .chain(case.params)
         .map(|s| s.to_string())
         .collect();
-    if let Some(timeout) = attempt.timeout {
-        let ms = timeout.as_millis();
-        overrides.push(format!("timeout_ms={ms}"));
-        overrides.push(format!("slow_delay_ms={}", ms * u128::from(SLOW_FACTOR)));
-    }
+    let ms = attempt.timeout.as_millis();
+    overrides.push(format!("timeout_ms={ms}"));
+    overrides.push(match case.expect {
+        Expect::Exact => format!("slow_delay_ms={}", ms * u128::from(SLOW_FACTOR)),
+        Expect::Race => format!("service_time_us={}", attempt.timeout.as_micros()),
+    });
     params::resolve(None, &overrides).expect("test parameters are valid")
 }
 
@@ -142,14 +159,12 @@ fn allowed_lateness(kind: StrategyKind, params: &Params, worst_wakeup: Duration)
     granularity(kind, params) + worst_wakeup * HOPS + SLACK
 }
 
-/// The timeout that makes the split exact when threads wake up to `worst_wakeup` late: an
+/// The timeout that settles the outcomes when threads wake up to `worst_wakeup` late: an
 /// answer due at once comes MARGIN times within it, and a slow answer, `SLOW_FACTOR`
 /// timeouts after its request, MARGIN times after a timer as late as such wake-ups make it.
+/// (In a race, answers due in under half the timeout, 39% of them, count as fast.)
 fn timeout_needed(kind: StrategyKind, params: &Params, worst_wakeup: Duration) -> Duration {
     let fast = worst_wakeup * FAST_HOPS * MARGIN;
-    if params.slow_fraction == 0.0 {
-        return fast;
-    }
     let slow = (granularity(kind, params) + worst_wakeup * HOPS) * MARGIN / (SLOW_FACTOR - 1);
     fast.max(slow)
 }
@@ -240,31 +255,48 @@ fn check_sound(
     );
 }
 
-/// What is wrong with the split into answers and timeouts of an exact case, if anything.
-fn split_error(kind: StrategyKind, params: &Params, report: &Report) -> Option<String> {
-    let timeouts = report.stats.timeouts;
-    // Exactly the slow requests time out (none without slow answers or a timeout).
-    let expected = if kind.has_timeout() && params.slow_fraction > 0.0 {
-        report.server_slow
-    } else {
-        0
-    };
-    (timeouts != expected).then(|| {
-        format!(
-            "{timeouts} timeouts, {expected} expected ({} answers slow)",
-            report.server_slow
-        )
-    })
+/// How the outcomes of an attempt differ from what `case` expects, if they do.
+fn outcome_error(
+    kind: StrategyKind,
+    case: &Case,
+    params: &Params,
+    report: &Report,
+) -> Option<String> {
+    let s = &report.stats;
+    if !kind.has_timeout() {
+        return None; // It has no timeouts (checked by check_sound) and nothing to race.
+    }
+    match case.expect {
+        Expect::Exact => {
+            // Exactly the slow requests time out, none without slow answers.
+            let expected = if params.slow_fraction > 0.0 {
+                report.server_slow
+            } else {
+                0
+            };
+            (s.timeouts != expected).then(|| {
+                format!(
+                    "{} timeouts, {expected} expected ({} answers slow)",
+                    s.timeouts, report.server_slow
+                )
+            })
+        }
+        Expect::Race => (s.timeouts == 0 || s.ok == 0).then(|| {
+            format!(
+                "answers and timers did not race: {} ok, {} timeouts",
+                s.ok, s.timeouts
+            )
+        }),
+    }
 }
 
 /// Runs `kind` under `case` and checks everything that must hold for it, in attempts as the
 /// module documentation says.
 pub fn check(kind: StrategyKind, case: &Case) {
     let _one_at_a_time = serial();
-    let first_timeout = case.exact_timeout;
     let mut attempt = Attempt {
         window: WINDOW,
-        timeout: first_timeout,
+        timeout: case.timeout,
     };
     let mut last = String::new();
     for number in 1..=MAX_ATTEMPTS {
@@ -296,20 +328,11 @@ pub fn check(kind: StrategyKind, case: &Case) {
         };
         if s.issued < MIN_ISSUED || report.server_slow < slow_wanted {
             // Too little happened to judge: run longer.
-            attempt.window *= 2;
+            attempt.window = (attempt.window * 2).min(MAX_WINDOW);
             last = format!("{last}: too few requests");
             continue;
         }
-        let Some(first_timeout) = first_timeout else {
-            if kind.has_timeout() {
-                assert!(
-                    s.timeouts > 0 && s.ok > 0,
-                    "{what}: answers and timers did not race"
-                );
-            }
-            return;
-        };
-        let Some(error) = split_error(kind, &params, &report) else {
+        let Some(error) = outcome_error(kind, case, &params, &report) else {
             return;
         };
         let needed = timeout_needed(kind, &params, worst);
@@ -319,14 +342,19 @@ pub fn check(kind: StrategyKind, case: &Case) {
              {:?} timeout covers",
             params.timeout
         );
-        // The machine stalled more than this timeout covers: again with one that covers it.
+        // The machine stalled more than this timeout covers: again with one that covers it,
+        // in whole milliseconds, and a window as much longer (requests take as much longer).
         let timeout = (params.timeout * 2)
             .max(needed)
-            .min(first_timeout * MAX_TIMEOUT_SCALE);
-        // Whole milliseconds, as the parameters take them, rounded up.
-        attempt.timeout = Some(Duration::from_millis(
+            .min(MAX_TIMEOUT.max(case.timeout));
+        let timeout = Duration::from_millis(
             u64::try_from(timeout.as_micros().div_ceil(1000)).expect("a timeout fits u64 ms"),
-        ));
+        );
+        attempt.window = attempt
+            .window
+            .mul_f64(timeout.as_secs_f64() / attempt.timeout.as_secs_f64())
+            .min(MAX_WINDOW);
+        attempt.timeout = timeout;
         last = format!("{last}: {error}");
     }
     panic!("{MAX_ATTEMPTS} attempts, none conclusive; the last: {last}");
