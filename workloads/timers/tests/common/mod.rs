@@ -40,7 +40,8 @@ const MARGIN: u32 = 2;
 const SLOW_FACTOR: u32 = 3;
 
 const WARMUP: Duration = Duration::from_millis(100);
-/// The first attempt's measured window; it doubles while too few requests were issued.
+/// The first attempt's measured window; it doubles while too few requests were issued and
+/// grows as the timeout does (a request takes as much longer).
 const WINDOW: Duration = Duration::from_millis(500);
 /// An attempt is conclusive with at least this many measured requests...
 const MIN_ISSUED: u64 = 100;
