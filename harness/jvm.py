@@ -1,6 +1,6 @@
-"""The JVM on this machine, for `harness doctor` and the jvmgc probe: where the `java` on PATH
-keeps its libjvm.so, and whether that libjvm carries HotSpot's USDT probes (SystemTap SDT
-notes, as Debian's OpenJDK builds have)."""
+"""The JVM on this machine, for `harness doctor` and the gc probe's JVM part: where the `java`
+on PATH keeps its libjvm.so, and whether that libjvm carries HotSpot's USDT probes (SystemTap
+SDT notes, as Debian's OpenJDK builds have)."""
 
 from __future__ import annotations
 
@@ -32,13 +32,15 @@ def missing_usdt(libjvm: Path) -> list[str]:
 
 
 def check_usdt(_root: Path) -> Check:
-    """`harness doctor`'s line: the JVM's GC and safepoint USDT probes (the jvmgc probe)."""
+    """`harness doctor`'s line: the JVM's GC and safepoint USDT probes (the gc probe's JVM part)."""
     libjvm = libjvm_of_path_java()
     if libjvm is None:
         return Check("jvm usdt", "missing", "no java on PATH (or no lib/server/libjvm.so)", FIX)
     missing = missing_usdt(libjvm)
     if missing:
-        detail = f"{libjvm} lacks the USDT probes {', '.join(missing)}: the jvmgc probe cannot work"
+        detail = (
+            f"{libjvm} lacks the USDT probes {', '.join(missing)}: the gc probe cannot see JVMs"
+        )
         return Check("jvm usdt", "missing", detail, FIX + " (or a JDK built with --enable-dtrace)")
     probes = ", ".join(p.decode() for p in USDT_PROBES)
-    return Check("jvm usdt", "ok", f"{libjvm} has {probes}: the jvmgc probe can attach")
+    return Check("jvm usdt", "ok", f"{libjvm} has {probes}: the gc probe can attach to JVMs")

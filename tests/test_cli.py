@@ -116,7 +116,7 @@ BAD_INPUT = [
     (["run", "sleepy", "--warmup-s", "-0.5"], "argument --warmup-s: must be >= 0, got '-0.5'"),
     (
         ["run", "sleepy", "--probes", "sched,gpu"],
-        "unknown probe 'gpu' (valid: sched, futex, gc, jvmgc, oncpu, offwake, perfstat, all, none, "
+        "unknown probe 'gpu' (valid: sched, futex, gc, oncpu, offwake, perfstat, all, none, "
         "bt:PATH/TO/SCRIPT.bt)",
     ),
     (

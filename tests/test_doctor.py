@@ -34,7 +34,6 @@ CHECK_NAMES = [
     "probe sched",
     "probe futex",
     "probe gc",
-    "probe jvmgc",
     "probe oncpu",
     "probe offwake",
     "probe perfstat",

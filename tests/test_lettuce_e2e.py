@@ -1,7 +1,7 @@
 """The lettuce suite through the harness and on its own: the three strategies side by side,
 redis-server started and always stopped (also when the launcher's JVM is killed), never a
-server that took its port measured, no JVM perf map left in /tmp, and the jvmgc probe
-agreeing with the JVM's own GC figures (GarbageCollectorMXBean).
+server that took its port measured, no JVM perf map left in /tmp, and the gc probe on the
+JVM agreeing with the JVM's own GC figures (GarbageCollectorMXBean).
 
 Other pytest-xdist workers run redis-servers and JVMs too: the checks look only at the
 processes this test started. Its JVMs carry its HARNESS_TEST_TAG in their environment and
@@ -319,8 +319,8 @@ def test_no_perf_map_outlives_the_run(
 
 
 @pytest.mark.bpf
-def test_jvmgc_probe_agrees_with_the_jvm(lettuce_env: dict[str, str]) -> None:
-    """A small young generation makes the JVM collect several times a second: the probe's GC
+def test_gc_probe_agrees_with_the_jvm(lettuce_env: dict[str, str]) -> None:
+    """A small young generation makes the JVM collect several times a second: the gc probe's GC
     cycles and GC time (gc__begin to gc__end) over the window against the JVM's own
     collections and collection time over the workload's window, with the Go gc probe's
     tolerances (5% or 3 cycles, 10% of the time) plus the beans' resolution of 1 ms a
@@ -339,22 +339,24 @@ def test_jvmgc_probe_agrees_with_the_jvm(lettuce_env: dict[str, str]) -> None:
         **lettuce_env,
         "LETTUCE_BENCH_JVM_OPTS": f"{lettuce_env['LETTUCE_BENCH_JVM_OPTS']} -Xmn8m",
     }
-    args = ["--strategies", "no-timeout", "--probes", "jvmgc,oncpu", "--repeat", "2"]
+    args = ["--strategies", "no-timeout", "--probes", "gc,oncpu", "--repeat", "2"]
     doc, out = run_lettuce([*args, "--duration-s", "3", "--warmup-s", "1"], env)
     # The same run's on-CPU profile has Java frames by name (frame pointers kept, perf map).
     (run_dir,) = runs_dir(env).iterdir()
     folded = (run_dir / "folded" / "no-timeout.oncpu.folded").read_text()
     assert "io.lettuce.core" in folded and "_[j]" in folded, folded[:2000]
     (cell,) = doc["cells"]
-    assert "unavailable" not in cell["probes"]["jvmgc"], cell["probes"]["jvmgc"]
-    assert "JVM GC pause" in out
+    gc = cell["probes"]["gc"]
+    assert "unavailable" not in gc and "error" not in gc, gc
+    assert all(r["script"].endswith("-gc.bt") for r in gc["repeats"]), gc  # the JVM's part ran
+    assert "GC pause" in out
     for repeat in cell["repeats"]:
         jvm = repeat["jvm_gc"]
         collections = jvm["collections"]
         assert collections >= 2, jvm  # 8 MiB of young generation fills many times in 3 s
-        cycles = repeat["jvm_gc_cycles"]
+        cycles = repeat["gc_cycles"]
         assert abs(cycles - collections) <= max(3, 0.05 * collections), (cycles, jvm)
-        pause = repeat["jvm_gc_pause_ns"]
+        pause = repeat["gc_pause_ns"]
         assert pause["count"] == cycles
         assert 0 < pause["max"] <= pause["total"]
         gc_ns = repeat["jvm_gc_time_ns"]

@@ -27,7 +27,7 @@ def test_offwake_stacks_name_the_waker_and_the_bpf_stats_count_its_runs(
     reap.append(target)
     collector = Collector("offwake", [target.pid], tmp_path / "offwake.json")
     reap.append(collector)
-    watch = BpfStatsWatch({"offwake": collector.pid})
+    watch = BpfStatsWatch({"offwake": [collector.pid]})
     try:
         watch.attached()
         watch.window_start()

@@ -142,7 +142,6 @@ def test_a_timers_run_with_every_probe_satisfies_the_schema(harness_env: dict[st
         "sched",
         "futex",
         "gc",
-        "jvmgc",
         "oncpu",
         "offwake",
         "perfstat",

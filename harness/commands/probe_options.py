@@ -10,15 +10,15 @@ from harness.errors import BadInput
 from harness.probes.perfrate import check_frequency
 from harness.probes.probe import ProbeSpec
 from harness.probes.registry import names as probe_names
+from harness.probes.spec import ALIAS_TEXT, parse_probes
 from harness.probes.spec import VALID as VALID_PROBES
-from harness.probes.spec import parse_probes
 from harness.profiles.patterns import DEFAULT_MUTEX_PATTERNS, parse_patterns
 from harness.profiles.settings import CALLGRAPHS, DEFAULT_FREQUENCY_HZ, ProfileSettings
 
 PROBES_HELP = (
     f"comma-separated probes: {VALID_PROBES} (default: $HARNESS_PROBES, else all = "
-    f"{','.join(probe_names())}; a probe that cannot run here is recorded as unavailable, "
-    "with the reason)"
+    f"{','.join(probe_names())}; {ALIAS_TEXT}; a probe that cannot run here is "
+    "recorded as unavailable, with the reason)"
 )
 
 

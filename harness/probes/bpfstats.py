@@ -68,6 +68,10 @@ def prog_counters(pid: int) -> dict[int, tuple[int, int]]:
     return out
 
 
+def _counters(pids: Sequence[int]) -> dict[int, tuple[int, int]]:
+    return {prog: counts for pid in pids for prog, counts in prog_counters(pid).items()}
+
+
 def prog_names(ids: Iterable[int]) -> dict[int, str]:
     """Names of the programs by id (`bpftool prog show`); missing ones are left out."""
     wanted = set(ids)
@@ -106,7 +110,7 @@ def figures(run_cnt: int, run_time_ns: int, window_ns: int, cpus: int) -> dict[s
 
 @dataclass
 class _Watched:
-    pid: int
+    pids: Sequence[int]
     start: dict[int, tuple[int, int]] = field(default_factory=dict)
     end: dict[int, tuple[int, int]] = field(default_factory=dict)
 
@@ -114,8 +118,9 @@ class _Watched:
 class BpfStatsWatch:
     """Run-time statistics of the probe processes over one window (a ProbeSession's)."""
 
-    def __init__(self, probe_pids: Mapping[str, int]) -> None:
-        self.watched = {name: _Watched(pid) for name, pid in probe_pids.items()}
+    def __init__(self, probe_pids: Mapping[str, Sequence[int]]) -> None:
+        """probe_pids: per probe, the processes holding its programs."""
+        self.watched = {name: _Watched(pids) for name, pids in probe_pids.items()}
         self.fd, self.unavailable = enable_stats() if probe_pids else (None, None)
         self.names: dict[int, str] = {}
         self.cpus = online_cpus()
@@ -125,14 +130,14 @@ class BpfStatsWatch:
         """After the probes attached: their programs' names."""
         if self.fd is None:
             return
-        ids = [i for w in self.watched.values() for i in prog_counters(w.pid)]
+        ids = [i for w in self.watched.values() for i in _counters(w.pids)]
         self.names = prog_names(ids)
 
     def window_start(self) -> None:
         if self.fd is None:
             return
         for w in self.watched.values():
-            w.start = prog_counters(w.pid)
+            w.start = _counters(w.pids)
         self.started_ns = time.monotonic_ns()
 
     def window_end(self) -> None:
@@ -140,7 +145,7 @@ class BpfStatsWatch:
             return
         self.ended_ns = time.monotonic_ns()
         for w in self.watched.values():
-            w.end = prog_counters(w.pid)
+            w.end = _counters(w.pids)
 
     def close(self) -> None:
         if self.fd is not None:

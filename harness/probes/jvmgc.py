@@ -1,4 +1,4 @@
-"""Driver of the `jvmgc` probe: bpf/jvmgc.bt.in on the client JVM's own libjvm.so.
+"""The `gc` probe's part for a JVM (probes/gc.py): bpf/jvmgc.bt.in on the JVM's own libjvm.so.
 
 The USDT probes are found by the path of the libjvm the JVM mapped, so the script is written
 per repeat (next to the probe's output) once /proc/PID/maps shows libjvm; then it runs as any
@@ -101,8 +101,9 @@ def summarize(lines: Sequence[str], pid: int) -> dict[str, Any]:
 
 
 class JvmGcProbe(BpftraceProbe):
-    def __init__(self, spec: ProbeSpec, out_path: Path) -> None:
-        super().__init__(dataclasses.replace(spec, script=out_path.with_suffix(".bt")), out_path)
+    def __init__(self, spec: ProbeSpec, out_path: Path, script: Path) -> None:
+        """`script`: where the script with the JVM's libjvm path is written."""
+        super().__init__(dataclasses.replace(spec, script=script), out_path)
         self.libjvm: str | None = None
 
     def start(self, pids: Sequence[int]) -> None:
@@ -110,7 +111,7 @@ class JvmGcProbe(BpftraceProbe):
         self.libjvm = wait_libjvm(pid)
         if self.libjvm is None:
             # No pid in the reason: the run's notes group equal reasons into one line.
-            self.unavailable = f"not a JVM: the measured client has no {LIBJVM} mapped"
+            self.unavailable = f"not a JVM: the process has no {LIBJVM} mapped"
             return
         self.script.parent.mkdir(parents=True, exist_ok=True)
         self.script.write_text(TEMPLATE.read_text().replace("LIBJVM", self.libjvm))

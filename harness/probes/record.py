@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.probes import bpfstats, registry
 from harness.probes.probe import ProbeResult
+from harness.probes.totals import add
 from harness.rundoc.model import BpfStats, ProbeRepeat, ProbeSummary
 
 
@@ -36,24 +37,6 @@ def repeat_entry(repeat: int, result: ProbeResult, run_dir: Path, ops: float | N
     return ProbeRepeat.model_validate(entry)
 
 
-def _add(total: Any, value: Any) -> Any:
-    """Numbers add, lists add element-wise (histograms), objects add key by key."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | float):
-        return (total if isinstance(total, int | float) else 0) + value
-    if isinstance(value, list):
-        items = list(total) if isinstance(total, list) else []
-        items += [0] * (len(value) - len(items))
-        return [_add(b, v) for b, v in zip(items, value, strict=False)] + items[len(value) :]
-    if isinstance(value, Mapping):
-        fields = dict(total) if isinstance(total, Mapping) else {}
-        for key, inner in value.items():
-            fields[key] = _add(fields.get(key), inner)
-        return fields
-    return value
-
-
 def summarize(repeats: list[ProbeRepeat]) -> ProbeSummary:
     done = [r for r in repeats if r.path is not None]
     if not done:
@@ -68,7 +51,7 @@ def summarize(repeats: list[ProbeRepeat]) -> ProbeSummary:
     totals = None
     for r in done:
         if r.totals is not None:
-            totals = _add(totals, r.totals)
+            totals = add(totals, r.totals)
     summary.totals = totals
     cost = bpfstats.add_up([r.bpf_stats.model_dump() for r in done if r.bpf_stats is not None])
     if cost is not None:

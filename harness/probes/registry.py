@@ -9,20 +9,21 @@ from __future__ import annotations
 from typing import Any
 
 from harness.probes.kind import ProbeKind, ProbeMetric
-from harness.probes.kinds import bpftrace, futex, gc, jvmgc, offwake, oncpu, perfstat, sched
+from harness.probes.kinds import bpftrace, futex, gc, offwake, oncpu, perfstat, sched
 
 # In this order: `all`, doctor's lines, the derived metrics of a repeat, `harness probe`.
 NAMED: tuple[ProbeKind, ...] = (
     sched.KIND,
     futex.KIND,
     gc.KIND,
-    jvmgc.KIND,
     oncpu.KIND,
     offwake.KIND,
     perfstat.KIND,
 )
 BPFTRACE = bpftrace.KIND  # `bt:PATH`: any number of scripts, named `bt:<stem>`
 KINDS = (*NAMED, BPFTRACE)
+# Other names --probes takes for a kind; run.json files of older runs use them as keys.
+ALIASES = {"jvmgc": gc.NAME}
 
 
 def names() -> tuple[str, ...]:
@@ -34,9 +35,10 @@ def collector_names() -> tuple[str, ...]:
 
 
 def kind_of(probe: str) -> ProbeKind:
-    """The kind of a probe name (`sched`, `bt:syscalls_per_op`)."""
+    """The kind of a probe name (`sched`, `bt:syscalls_per_op`, an alias)."""
+    name = ALIASES.get(probe, probe)
     for kind in NAMED:
-        if kind.name == probe:
+        if kind.name == name:
             return kind
     if probe.startswith(f"{BPFTRACE.name}:"):
         return BPFTRACE

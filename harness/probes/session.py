@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.probes import registry
 from harness.probes.bpfstats import BpfStatsWatch
 from harness.probes.kind import DriverOptions
-from harness.probes.probe import ATTACH_TIMEOUT_S, ProbeResult, ProbeSpec
+from harness.probes.probe import ATTACH_TIMEOUT_S, Probe, ProbeResult, ProbeSpec
 from harness.profiles.settings import ProfileSettings
 from harness.run.stop import StopFlag
 
@@ -22,6 +22,15 @@ from harness.run.stop import StopFlag
 def raw_path(folder: Path, repeat: int, spec: ProbeSpec) -> Path:
     """`<folder>/r<repeat>-<probe>.json`, repeat counted from 1."""
     return folder / f"r{repeat}-{spec.file_stem}.json"
+
+
+def bpf_pids(probe: Probe) -> list[int]:
+    """The processes holding a BPF probe's programs: its collector or bpftrace (`gc`: both
+    when the workload runs Go and a JVM)."""
+    if (pids := getattr(probe, "bpf_pids", None)) is not None:
+        return list(pids)
+    process = getattr(probe, "process", None)
+    return [process.pid] if process is not None else []
 
 
 class ProbeSession:
@@ -61,10 +70,10 @@ class ProbeSession:
             probe.wait_attached(deadline, self.stop)
         self.bpf = BpfStatsWatch(
             {
-                probe.spec.name: process.pid
+                probe.spec.name: pids
                 for probe in self.probes
                 if (registry.kind_of(probe.spec.name).collector or probe.spec.is_bpftrace)
-                and (process := getattr(probe, "process", None)) is not None
+                and (pids := bpf_pids(probe))
             }
         )
         self.bpf.attached()

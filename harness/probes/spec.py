@@ -15,6 +15,7 @@ ALL = "all"
 NONE = "none"
 BT_PREFIX = "bt:"
 VALID = f"{', '.join(NAMED)}, {ALL}, {NONE}, {BT_PREFIX}PATH/TO/SCRIPT.bt"
+ALIAS_TEXT = "; ".join(f"{alias}: an alias of {name}" for alias, name in registry.ALIASES.items())
 BPF_DIR = REPO_ROOT / "bpf"
 
 
@@ -31,7 +32,8 @@ def bpftrace_script(text: str) -> ProbeSpec:
 
 
 def parse_probes(text: str) -> tuple[ProbeSpec, ...]:
-    """`sched,futex,bt:x.bt` -> specs in order, duplicates dropped; `all` = every named probe."""
+    """`sched,futex,bt:x.bt` -> specs in order, duplicates dropped; `all` = every named probe;
+    an alias (`jvmgc`) is its probe (`gc`)."""
     words = list(dict.fromkeys(w.strip() for w in text.split(",") if w.strip()))
     if not words:
         raise BadInput(f"--probes: expected a comma-separated list (valid: {VALID})")
@@ -43,8 +45,8 @@ def parse_probes(text: str) -> tuple[ProbeSpec, ...]:
     for word in words:
         if word == ALL:
             chosen = [ProbeSpec(name) for name in NAMED]
-        elif word in NAMED:
-            chosen = [ProbeSpec(word)]
+        elif word in NAMED or word in registry.ALIASES:
+            chosen = [ProbeSpec(registry.ALIASES.get(word, word))]
         elif word.startswith(BT_PREFIX):
             chosen = [bpftrace_script(word)]
         else:
