@@ -23,7 +23,7 @@ from harness.format.metrics import (
     ratio_metric,
     table_labels,
 )
-from harness.format.notes import STATUS_NOTES, notes, probe_notes
+from harness.format.notes import STATUS_NOTES, named_probes, notes, probe_notes
 from harness.format.numbers import (
     DASH,
     TIMES,
@@ -386,7 +386,7 @@ def print_run(doc: Mapping[str, Any], console: Console) -> None:
             console.print(Text(f"{' and '.join(zero)}: 0 in every repeat", style="dim"))
         for line in _failure_lines(group, varying_params(group)):
             console.print(line)
-    for note in notes(shown) + probe_notes(cells):
+    for note in notes(shown) + probe_notes(cells, named_probes(doc)):
         console.print(Text(note, style="yellow"))
     for note in cpu_notes(comparisons, metric, labels, varying_params(cells)):
         console.print(Text(note, style="cyan"))

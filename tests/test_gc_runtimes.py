@@ -56,11 +56,11 @@ def test_a_process_without_a_gc_runtime_gets_no_part(tmp_path: Path) -> None:
     assert probe.parts == {} and probe.bpf_pids == []
     name = Path(sys.executable).resolve().name
     reason = f"no Go program or JVM among the measured processes ({name})"
-    assert probe.unavailable == reason
+    assert probe.not_applicable == reason
     probe.window_start()
     probe.window_end()
     result = probe.finish()
-    assert result.unavailable == reason and result.data is None
+    assert result.not_applicable == reason and result.unavailable is None and not result.ok
     assert list(tmp_path.iterdir()) == []
 
 

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import only_run, run_harness
+from conftest import only_run, run_harness, runs_dir
 
 from harness.errors import BadInput
+from harness.format.notes import probe_notes
 from harness.paths import REPO_ROOT
 from harness.probes import btmaps, overhead, registry
 from harness.probes.bpftrace import failed_only_in_teardown, interrupt_until_exit
@@ -23,6 +24,7 @@ from harness.probes.probe import ProbeResult
 from harness.probes.process import ProbeProcess
 from harness.probes.record import cell_folder, with_repeat
 from harness.probes.spec import ProbeSpec, parse_probes
+from harness.report.data import probe_problems
 
 pytestmark = pytest.mark.unit
 
@@ -339,3 +341,88 @@ def test_unavailable_probes_are_recorded_and_the_run_goes_on(
         assert f"probe {name} unavailable (slow): {reason}" in done.stdout
     assert not (Path(env["HARNESS_RESULTS"]) / "runs" / doc["run_id"] / "probes").exists()
     assert "ctx_switches_per_op" not in json.dumps(cell["repeats"])
+
+
+def test_probes_given_by_name_are_told_from_those_all_brings() -> None:
+    named = {spec.name: spec.named for spec in parse_probes(f"gc,all,bt:{SCRIPT}")}
+    assert named == {
+        "gc": True,
+        "sched": False,
+        "futex": False,
+        "oncpu": False,
+        "offwake": False,
+        "perfstat": False,
+        "bt:syscalls_per_op": True,
+    }
+    assert [s.named for s in parse_probes("all,jvmgc")] == [False, False, True, False, False, False]
+    assert parse_probes("gc") == parse_probes("all")[2:3]  # the same probe, named or not
+
+
+def not_applying_cells(names: tuple[str, ...]) -> list[dict[str, Any]]:
+    gc = {"repeats": [{"repeat": 1, "not_applicable": "no Go program or JVM (x)"}]}
+    gc |= {"not_applicable": "no Go program or JVM (x)"}
+    sched = {"repeats": [{"repeat": 1, "unavailable": "needs root"}], "unavailable": "needs root"}
+    return [{"id": cell, "probes": {"gc": gc, "sched": sched}} for cell in names]
+
+
+def test_a_probe_that_does_not_apply_is_a_note_only_when_named() -> None:
+    cells = not_applying_cells(("a", "b"))
+    assert probe_notes(cells) == ["probe sched unavailable (a, b): needs root"]
+    assert probe_notes(cells, {"gc"}) == [
+        "probe gc does not apply (a, b): no Go program or JVM (x)",
+        "probe sched unavailable (a, b): needs root",
+    ]
+    (cell,) = not_applying_cells(("a",))
+    assert probe_problems(cell["probes"]["gc"]) == []
+    assert probe_problems(cell["probes"]["gc"], named=True) == [
+        "does not apply: no Go program or JVM (x)"
+    ]
+    assert probe_problems(cell["probes"]["sched"]) == ["unavailable: needs root"]
+
+
+def test_a_probe_that_does_not_apply_is_recorded(tmp_path: Path) -> None:
+    result = ProbeResult("gc", not_applicable="no Go program or JVM (x)")
+    assert not result.ok
+    summaries = with_repeat({}, 1, {"gc": result}, tmp_path, ops=10.0)
+    summaries = with_repeat(summaries, 2, {"gc": result}, tmp_path, ops=10.0)
+    assert summaries["gc"].model_dump() == {
+        "repeats": [
+            {"repeat": 1, "not_applicable": "no Go program or JVM (x)"},
+            {"repeat": 2, "not_applicable": "no Go program or JVM (x)"},
+        ],
+        "not_applicable": "no Go program or JVM (x)",
+    }
+
+
+def test_gc_on_a_workload_without_a_gc_runtime_is_quiet_unless_named(
+    harness_env: dict[str, str], tmp_path: Path
+) -> None:
+    """sleepy runs Python: gc does not apply. run.json records it either way; the table and
+    summary.md note it only when --probes names gc, while the probes that cannot run here
+    (no collectors, no perf, no bpftrace) keep their notes."""
+    env = {**harness_env, "HARNESS_BPF_BUILD": str(tmp_path / "no-collectors")}
+    env["PATH"] = str(tmp_path)
+    del env["HARNESS_PROBES"]  # the default: all
+    args = ["run", "sleepy", "--strategies", "slow", "--repeat", "1"]
+    args += ["--duration-s", "0.1", "--warmup-s", "0"]
+    for probes in ((), ("--probes", "sched,gc")):
+        env["HARNESS_RESULTS"] = str(tmp_path / ("named" if probes else "default"))
+        done = run_harness([*args, *probes], env)
+        assert done.returncode == 0, done.stderr
+        doc = only_run(env)
+        assert doc["config"]["probes_named"] == (["sched", "gc"] if probes else [])
+        (cell,) = doc["cells"]
+        gc = cell["probes"]["gc"]
+        exe = Path(sys.executable).resolve().name
+        reason = f"no Go program or JVM among the measured processes ({exe})"
+        assert gc == {
+            "repeats": [{"repeat": 1, "not_applicable": reason}],
+            "not_applicable": reason,
+        }
+        summary = (runs_dir(env) / doc["run_id"] / "summary.md").read_text()
+        note = f"probe gc does not apply (slow): {reason}"
+        assert (note in done.stdout) == bool(probes), done.stdout
+        assert ("probe gc does not apply" in summary) == bool(probes), summary
+        built = f"collector {tmp_path}/no-collectors/sched is not built (run `make -C bpf`)"
+        assert f"probe sched unavailable (slow): {built}" in done.stdout
+        assert "probe gc unavailable" not in done.stdout

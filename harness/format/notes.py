@@ -1,9 +1,13 @@
 """Sentences on a run's gaps: its status, missing ratios or significance, probes that did not
-run or lost events. Each names the cells it is about, once per reason."""
+run or lost events. Each names the cells it is about, once per reason.
+
+A probe that does not apply to the workload's processes (gc without a GC runtime there) is
+no gap: it is noted only when the user named it in --probes, not when `all` or the default
+brought it in (run.json records it either way)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from harness.format.cells import param_text
@@ -33,15 +37,33 @@ def notes(entries: Sequence[Mapping[str, Any]], strategy_key: str = "candidate")
     return found
 
 
-def probe_notes(cells: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Probes that did not run or lost events, once per probe and reason, naming the cells."""
+def named_probes(doc: Mapping[str, Any]) -> frozenset[str]:
+    """The probes the run's user named in --probes (config.probes_named)."""
+    return frozenset((doc.get("config") or {}).get("probes_named") or ())
+
+
+def probe_problem(repeat: Mapping[str, Any], named: bool) -> tuple[str, str] | None:
+    """(what, why) of a probe (or one repeat of it) without output; None when that is not
+    worth a note."""
+    if "unavailable" in repeat:
+        return "unavailable", str(repeat["unavailable"])
+    if "error" in repeat:
+        return "failed", str(repeat["error"])
+    if "not_applicable" in repeat and named:
+        return "does not apply", str(repeat["not_applicable"])
+    return None
+
+
+def probe_notes(cells: Sequence[Mapping[str, Any]], named: Collection[str] = ()) -> list[str]:
+    """Probes that did not run or lost events, once per probe and reason, naming the cells;
+    those that do not apply to the processes only when `named`."""
     cells_by_note: dict[tuple[str, str], dict[str, None]] = {}
     for cell in cells:
         for name, probe in (cell.get("probes") or {}).items():
             problems = [
-                ("unavailable", r["unavailable"]) if "unavailable" in r else ("failed", r["error"])
+                problem
                 for r in probe.get("repeats") or []
-                if "unavailable" in r or "error" in r
+                if (problem := probe_problem(r, name in named)) is not None
             ]
             if probe.get("lost_events"):
                 problems.append(("lost events", f"{probe['lost_events']} over the repeats"))

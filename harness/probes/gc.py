@@ -3,7 +3,7 @@
 At `ready` it looks at each process: those whose executable carries the Go runtime go to the
 libbpf collector bpf/build/gc (uprobes, all of them), the first JVM (libjvm.so mapped) to
 bpf/jvmgc.bt.in through bpftrace (HotSpot's USDT probes; the script follows one pid). Each
-part writes its own output next to the probe's (`.r<N>-gc.<runtime>.json`); finish() merges
+part writes its own output next to the probe's (`r<N>-gc.<runtime>.json`); finish() merges
 them into the probe's one output: `processes` of both (each with its `runtime`), `totals`
 added up, and each part's other keys (the collector's `window_ns`, `lost_events`; the
 script's `script`, `notes`, `lines`).
@@ -69,8 +69,9 @@ def exe_name(pid: int) -> str:
 
 
 def part_path(out_path: Path, runtime: str) -> Path:
-    """`.r1-gc.go.json` beside `r1-gc.json`: one part's output until finish() merges it."""
-    return out_path.with_name(f".{out_path.stem}.{runtime}{out_path.suffix}")
+    """`r1-gc.go.json` beside `r1-gc.json`: one part's output until finish() merges it (a
+    repeat's file name, so that the clean-up after a crash takes it too)."""
+    return out_path.with_name(f"{out_path.stem}.{runtime}{out_path.suffix}")
 
 
 def merge(parts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
@@ -94,7 +95,7 @@ class GcProbe:
         self.go = CollectorProbe(spec, part_path(out_path, "go"), now)
         self.jvm = jvmgc.JvmGcProbe(spec, part_path(out_path, "jvm"), out_path.with_suffix(".bt"))
         self.parts: dict[str, Probe] = {}  # runtime -> its part, those the processes run
-        self.unavailable: str | None = None
+        self.not_applicable: str | None = None
 
     def start(self, pids: Sequence[int]) -> None:
         go = [pid for pid in pids if is_go(pid)]
@@ -108,7 +109,7 @@ class GcProbe:
         if not self.parts:
             names = ", ".join(dict.fromkeys(exe_name(pid) for pid in pids))
             # No pid in the reason: the run's notes group equal reasons into one line.
-            self.unavailable = f"no Go program or JVM among the measured processes ({names})"
+            self.not_applicable = f"no Go program or JVM among the measured processes ({names})"
 
     @property
     def bpf_pids(self) -> list[int]:
@@ -131,6 +132,8 @@ class GcProbe:
         return self._result({runtime: part.finish() for runtime, part in self.parts.items()})
 
     def abort(self, reason: str) -> ProbeResult:
+        if not self.parts and self.not_applicable is None:  # it never looked at the processes
+            return ProbeResult(self.spec.name, error=reason)
         return self._result({runtime: part.abort(reason) for runtime, part in self.parts.items()})
 
     def _result(self, results: Mapping[str, ProbeResult]) -> ProbeResult:
@@ -151,7 +154,7 @@ class GcProbe:
             for runtime, reason in why.items()
         ]
         if not results:
-            return ProbeResult(self.spec.name, unavailable=self.unavailable)
+            return ProbeResult(self.spec.name, not_applicable=self.not_applicable)
         if not done and all(r.unavailable for r in results.values()):
             return ProbeResult(self.spec.name, unavailable="; ".join(reasons))
         if not done:

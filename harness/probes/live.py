@@ -50,11 +50,14 @@ def probe_pids(
 
 
 def as_json(pids: Sequence[int], duration_s: float, results: dict[str, ProbeResult]) -> Any:
-    """{"pids", "duration_s", "probes": {name: the probe's own JSON, or why there is none}}."""
+    """{"pids", "duration_s", "probes": {name: the probe's own JSON, or why there is none:
+    {"unavailable"|"not_applicable"|"error": the reason}}}."""
     probes: dict[str, Any] = {}
     for name, result in results.items():
         if result.unavailable:
             probes[name] = {"unavailable": result.unavailable}
+        elif result.not_applicable:
+            probes[name] = {"not_applicable": result.not_applicable}
         elif result.error or result.data is None:
             probes[name] = {"error": result.error or "no output"}
         else:

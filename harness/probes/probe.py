@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,6 +20,9 @@ class ProbeSpec:
 
     name: str
     script: Path | None = None  # absolute path of a bpftrace script
+    # Named in --probes itself, not through `all` or the default: its note when it does not
+    # apply to the workload's processes is shown.
+    named: bool = field(default=False, compare=False)
 
     @property
     def is_bpftrace(self) -> bool:
@@ -39,12 +42,19 @@ class ProbeResult:
     path: Path | None = None  # the raw output file
     data: dict[str, Any] | None = None
     unavailable: str | None = None  # it could not attach: the run goes on without it
+    # Nothing of the workload's for it to watch (gc: no GC runtime in its processes).
+    not_applicable: str | None = None
     error: str | None = None  # it attached but produced no usable output
     bpf_stats: dict[str, Any] | None = None  # its BPF programs' cost (probes/bpfstats.py)
 
     @property
     def ok(self) -> bool:
-        return self.data is not None and self.unavailable is None and self.error is None
+        return (
+            self.data is not None
+            and self.unavailable is None
+            and self.not_applicable is None
+            and self.error is None
+        )
 
 
 class Probe(Protocol):

@@ -2,9 +2,10 @@
 stored by the run's record.
 
 Per probe: `repeats`, one entry per repeat (a summary of its output and the path of the raw
-file, or `unavailable`/`error`), and over the cell's repeats: `paths`, `lost_events` and
-`totals` (collectors: their totals added up). A probe that produced nothing in any repeat
-also gets `unavailable` (or `error`) at the top: nothing goes silently missing.
+file, or `unavailable`/`not_applicable`/`error`), and over the cell's repeats: `paths`,
+`lost_events` and `totals` (collectors: their totals added up). A probe that produced nothing
+in any repeat also gets `unavailable` (or `not_applicable`, `error`) at the top: nothing goes
+silently missing.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ def cell_folder(run_dir: Path, cell_id: str) -> Path:
 def repeat_entry(repeat: int, result: ProbeResult, run_dir: Path, ops: float | None) -> ProbeRepeat:
     if result.unavailable:
         return ProbeRepeat(repeat=repeat, unavailable=result.unavailable)
+    if result.not_applicable:
+        return ProbeRepeat(repeat=repeat, not_applicable=result.not_applicable)
     if result.error or result.data is None or result.path is None:
         return ProbeRepeat(repeat=repeat, error=result.error or "no output")
     entry: dict[str, Any] = {"repeat": repeat, "path": str(result.path.relative_to(run_dir))}
@@ -43,6 +46,8 @@ def summarize(repeats: list[ProbeRepeat]) -> ProbeSummary:
         last = repeats[-1] if repeats else None
         if last is not None and last.unavailable is not None:
             return ProbeSummary(repeats=repeats, unavailable=last.unavailable)
+        if last is not None and last.not_applicable is not None:
+            return ProbeSummary(repeats=repeats, not_applicable=last.not_applicable)
         error = last.error if last is not None else None
         return ProbeSummary(repeats=repeats, error=error or "no repeat ran")
     summary = ProbeSummary(repeats=repeats, paths=[r.path for r in done if r.path])

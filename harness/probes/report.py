@@ -17,6 +17,8 @@ def print_probe_report(doc: Mapping[str, Any], console: Console) -> None:
     for name, data in (doc.get("probes") or {}).items():
         if "unavailable" in data:
             console.print(Text(f"{name}: unavailable: {data['unavailable']}", style="yellow"))
+        elif "not_applicable" in data:
+            console.print(Text(f"{name}: does not apply: {data['not_applicable']}", style="dim"))
         elif "error" in data:
             console.print(Text(f"{name}: failed: {data['error']}", style="red"))
         else:

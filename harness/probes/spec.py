@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from harness.errors import BadInput
@@ -33,7 +34,8 @@ def bpftrace_script(text: str) -> ProbeSpec:
 
 def parse_probes(text: str) -> tuple[ProbeSpec, ...]:
     """`sched,futex,bt:x.bt` -> specs in order, duplicates dropped; `all` = every named probe;
-    an alias (`jvmgc`) is its probe (`gc`)."""
+    an alias (`jvmgc`) is its probe (`gc`). The probes given by name are `named`, also when
+    `all` lists them too."""
     words = list(dict.fromkeys(w.strip() for w in text.split(",") if w.strip()))
     if not words:
         raise BadInput(f"--probes: expected a comma-separated list (valid: {VALID})")
@@ -46,9 +48,9 @@ def parse_probes(text: str) -> tuple[ProbeSpec, ...]:
         if word == ALL:
             chosen = [ProbeSpec(name) for name in NAMED]
         elif word in NAMED or word in registry.ALIASES:
-            chosen = [ProbeSpec(registry.ALIASES.get(word, word))]
+            chosen = [ProbeSpec(registry.ALIASES.get(word, word), named=True)]
         elif word.startswith(BT_PREFIX):
-            chosen = [bpftrace_script(word)]
+            chosen = [dataclasses.replace(bpftrace_script(word), named=True)]
         else:
             raise BadInput(f"unknown probe '{word}' (valid: {VALID})")
         for spec in chosen:
@@ -57,5 +59,6 @@ def parse_probes(text: str) -> tuple[ProbeSpec, ...]:
                 raise BadInput(
                     f"two bpftrace scripts named '{spec.name}': {known.script} and {spec.script}"
                 )
-            specs[spec.name] = spec
+            named = spec.named or (known is not None and known.named)
+            specs[spec.name] = dataclasses.replace(spec, named=named)
     return tuple(specs.values())

@@ -15,6 +15,7 @@ from typing import Any
 from harness.format.cells import cell_summary, param_text, varying_params
 from harness.format.figures import ratio_texts, value_text
 from harness.format.metrics import LEADING_METRICS, TRAILING_METRICS, ratio_metric, report_labels
+from harness.format.notes import named_probes, probe_problem
 from harness.format.numbers import DASH, TIMES, human_p, human_ratio, percent
 from harness.probes import registry
 from harness.rundoc.files import run_file
@@ -287,22 +288,17 @@ def gap_text(titles: Sequence[str], reason: str) -> str:
 # Probes
 
 
-def probe_problems(probe: Mapping[str, Any]) -> list[str]:
-    """`unavailable: ...`, `failed: ...` (once per reason) and lost events of one probe."""
+def probe_problems(probe: Mapping[str, Any], named: bool = False) -> list[str]:
+    """`unavailable: ...`, `failed: ...` (once per reason) of one probe; `does not apply: ...`
+    only when the user named it (format/notes.py)."""
+    top = probe_problem(probe, named)  # no repeat produced output: the last one's reason
     problems: dict[str, None] = {}
-    if "unavailable" in probe:
-        problems[f"unavailable: {probe['unavailable']}"] = None
-    if "error" in probe:
-        problems[f"failed: {probe['error']}"] = None
+    if top is not None:
+        problems[f"{top[0]}: {top[1]}"] = None
     for r in probe.get("repeats") or []:
-        if r.get("unavailable") is not None and r["unavailable"] == probe.get("unavailable"):
-            continue
-        if r.get("error") is not None and r["error"] == probe.get("error"):
-            continue
-        if "unavailable" in r:
-            problems[f"unavailable in repeat {r.get('repeat')}: {r['unavailable']}"] = None
-        elif "error" in r:
-            problems[f"failed in repeat {r.get('repeat')}: {r['error']}"] = None
+        problem = probe_problem(r, named)
+        if problem is not None and problem != top:
+            problems[f"{problem[0]} in repeat {r.get('repeat')}: {problem[1]}"] = None
     return list(problems)
 
 
@@ -474,9 +470,10 @@ def findings(doc: Mapping[str, Any]) -> list[Finding]:
         out.append(["no repeat failed"])
 
     problems: dict[str, dict[str, str]] = {}  # what -> cell name -> detail
+    named = named_probes(doc)
     for cell in cells:
         for probe_name, probe in (cell.get("probes") or {}).items():
-            for problem in probe_problems(probe):
+            for problem in probe_problems(probe, probe_name in named):
                 problems.setdefault(f"probe {probe_name} {problem}", {})[name(cell)] = ""
             if probe.get("lost_events"):
                 lost = f"probe {probe_name} lost events"

@@ -17,7 +17,7 @@ from harness.format.cells import cell_summary, param_text, varying_params
 from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts, value_text
 from harness.format.metrics import ratio_metric, report_labels
-from harness.format.notes import STATUS_NOTES, notes, probe_notes
+from harness.format.notes import STATUS_NOTES, named_probes, notes, probe_notes
 from harness.format.numbers import DASH, TIMES, human, human_ratio, percent
 from harness.probes import bpfstats, registry
 from harness.probes.overhead_pairs import overhead_cpu_shares, paired_text
@@ -272,7 +272,7 @@ class Page:
         for scenario, group in data.scenarios(self.cells).items():
             self.scenario_table(scenario, group)
         shown = [e for e in self.entries if e.get("metric") == self.metric and e.get("reason")]
-        lines = notes(shown) + probe_notes(self.cells)
+        lines = notes(shown) + probe_notes(self.cells, named_probes(self.doc))
         if self.unreported:
             lines.append(
                 "declared by the suite but reported by no cell: " + ", ".join(self.unreported)
@@ -617,10 +617,13 @@ class Page:
             why = "the run had no probes" if ran == "none" else "no probe result in run.json"
             self.add(f'<p class="missing">no probe results: {esc(why)}</p>')
             return
+        named = named_probes(self.doc)
         for name, probe in probes.items():
             self.add(f"<h4>{esc(name)}</h4>")
-            for problem in data.probe_problems(probe):
+            for problem in data.probe_problems(probe, name in named):
                 self.add(f'<p class="missing">{esc(problem)}</p>')
+            if "not_applicable" in probe and name not in named:  # no gap: not a note, only here
+                self.add(f'<p class="dim">does not apply: {esc(probe["not_applicable"])}</p>')
             if "lost_events" in probe:
                 lost = int(probe.get("lost_events") or 0)
                 cls = "missing" if lost else "dim"

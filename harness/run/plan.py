@@ -92,6 +92,7 @@ class Plan:
             "repeats": self.repeats,
             "order": self.order,
             "probes": [spec.name for spec in self.probes],
+            "probes_named": [spec.name for spec in self.probes if spec.named],
             "probe_overhead": self.probe_overhead,
             "baseline": self.baseline,
             "scale": self.scale,

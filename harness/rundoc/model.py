@@ -127,6 +127,9 @@ class Config(Record):
     order: Literal["interleaved", "sequential"]
     probes: list[str]
     """Probes attached to every repeat (`sched`, `futex`, `gc`, `oncpu`, `bt:<script>`)."""
+    probes_named: Absent[list[str]] = None
+    """Those named in --probes (or $HARNESS_PROBES) themselves, not only through `all` or the
+    default: the notes show that one of these does not apply to the workload's processes."""
     probe_overhead: bool
     """Each cell also ran without probes and with each probe alone (--probe-overhead)."""
     baseline: str
@@ -233,6 +236,9 @@ class ProbeRepeat(Record):
     """1-based."""
     unavailable: Absent[str] = None
     """The probe cannot run here (no privileges, no BTF, not built), and why."""
+    not_applicable: Absent[str] = None
+    """Nothing in the workload's processes for the probe to watch (gc: no Go program or JVM),
+    and what they are."""
     error: Absent[str] = None
     """The probe ran and failed, and why."""
     path: Absent[str] = None
@@ -275,6 +281,9 @@ class ProbeSummary(Record):
     bucket)."""
     unavailable: Absent[str] = None
     """No repeat produced output: the last repeat's reason."""
+    not_applicable: Absent[str] = None
+    """No repeat produced output: the probe does not apply to the workload's processes (the
+    last repeat's reason)."""
     error: Absent[str] = None
     """No repeat produced output: the last repeat's error."""
     bpf_stats: Absent[BpfStats] = None
