@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -86,8 +87,17 @@ def test_gated_run_prints_the_events_in_order_and_fio_is_the_ready_pid(scratch: 
     ready = json.loads(proc.stdout.readline())
     assert ready["event"] == "ready"
     (pid,) = ready["pids"]
-    # Stopped at the gate, before fio (or any I/O) starts: the process exists.
+    # Stopped at the gate, before fio (or any I/O) starts: the process exists, and is fio
+    # itself (what probes that read its executable see), not traced any more, and has not run
+    # fio's code yet (fio's signal handlers are not installed; exec cleared the shell's).
     assert Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "T"
+    fio = shutil.which("fio")
+    assert fio is not None
+    assert Path(f"/proc/{pid}/exe").resolve() == Path(fio).resolve()
+    status = dict(
+        line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    assert (status["TracerPid"], status["SigCgt"]) == ("0", "0000000000000000"), status
     proc.stdin.write("go\n")
     proc.stdin.flush()
     out, err = proc.communicate(timeout=120)

@@ -1,5 +1,6 @@
-"""fio as the wrapper runs it: started stopped (its pid known before any I/O), dying with the
-wrapper, continued at the gate, snapshotted with SIGUSR1 at the window's edges."""
+"""fio as the wrapper runs it: started stopped (its pid known before any I/O, the pid already
+fio's), dying with the wrapper, continued at the gate, snapshotted with SIGUSR1 at the window's
+edges."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from pathlib import Path
 from fio_suite import json_plus
 
 PR_SET_PDEATHSIG = 1
+PTRACE_TRACEME = 0
+PTRACE_CONT = 7
+PTRACE_DETACH = 17
+TRACEME_FAILED = 126  # the child's exit code when the kernel refuses PTRACE_TRACEME
 POLL_S = 0.01
 
 
@@ -22,17 +27,26 @@ class RunError(Exception):
     """Exit 1: the run failed; the message says why."""
 
 
-# The child stops itself, then becomes fio (same pid): Popen returns once `sh` runs (it
-# waits for the exec), and fio starts only when the wrapper continues it at the gate.
-STOPPED_EXEC = ["sh", "-c", 'kill -STOP $$ && exec "$@"', "sh"]
+def _ptrace(request: int, pid: int, data: int = 0) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    args = (ctypes.c_int(request), ctypes.c_int(pid), ctypes.c_void_p(), ctypes.c_void_p(data))
+    if libc.ptrace(*args) == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, f"ptrace: {os.strerror(err)}")
 
 
-def _die_with(parent: int) -> None:
-    """In the child, before exec: SIGKILL when the wrapper dies (kept across exec)."""
+def _traced_exec(parent: int) -> None:
+    """In the child, before exec: SIGKILL when the wrapper dies (kept across exec, as fio is
+    not set-uid), and traced by the wrapper, so that the kernel stops it with SIGTRAP just
+    after the exec, as fio, before fio runs any code of its own."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the wrapper died before prctl
         os._exit(1)
+    try:
+        _ptrace(PTRACE_TRACEME, 0)
+    except OSError:
+        os._exit(TRACEME_FAILED)
 
 
 def fio_command(job_file: Path, output: Path) -> list[str]:
@@ -48,12 +62,12 @@ class Fio:
         parent = os.getpid()
         with stderr_path.open("wb") as err:
             self.proc = subprocess.Popen(
-                [*STOPPED_EXEC, *argv],
+                argv,
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=err,  # fio's own notes; our stdout carries only events
                 stderr=err,
-                preexec_fn=lambda: _die_with(parent),
+                preexec_fn=lambda: _traced_exec(parent),
             )
         self._wait_stopped()
 
@@ -62,10 +76,29 @@ class Fio:
         return self.proc.pid
 
     def _wait_stopped(self) -> None:
+        """Wait for the SIGTRAP stop after the exec, then detach, leaving fio stopped (by
+        SIGSTOP) and untraced until go()."""
+        while True:
+            status = self._wait_stop()
+            if os.WSTOPSIG(status) == signal.SIGTRAP:
+                break
+            _ptrace(PTRACE_CONT, self.pid, os.WSTOPSIG(status))  # a signal on its way: deliver it
+        _ptrace(PTRACE_DETACH, self.pid, signal.SIGSTOP)
+        if os.WSTOPSIG(self._wait_stop()) != signal.SIGSTOP:
+            self.kill()
+            raise RunError("fio did not stay stopped after its start")
+
+    def _wait_stop(self) -> int:
+        """The child's next stop's wait status; RunError if it exits instead."""
         _, status = os.waitpid(self.pid, os.WUNTRACED)
-        if not os.WIFSTOPPED(status):
-            self.proc.returncode = os.waitstatus_to_exitcode(status)
-            raise RunError(f"fio exited before it started (status {status})")
+        if os.WIFSTOPPED(status):
+            return status
+        self.proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if code == TRACEME_FAILED:
+            raise RunError(
+                "cannot start fio stopped: PTRACE_TRACEME refused (kernel.yama.ptrace_scope 3?)"
+            )
+        raise RunError(f"fio exited before it started (status {status})")
 
     def go(self, timeout_s: float) -> None:
         """Continue fio, and wait until it handles SIGUSR1 (fio installs its handlers as it
