@@ -96,3 +96,37 @@ def test_both_runtimes_give_the_same_metrics() -> None:
     jvm = derive(data, RepeatContext(9, 10.0, None, ()))
     assert jvm == {"gc_cycles": 2, "gc_pause_ns": {**pause, "count": 2}, "jvm_gc_time_ns": 150}
     assert derive(data, RepeatContext(8, 10.0, None, ())) == {}  # the client is neither
+
+
+def test_doctor_has_one_gc_line_for_both_runtimes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Go programs need the collector, JVMs bpftrace: either alone is a warning naming what
+    the other lacks, neither is missing."""
+    root = tmp_path / "root"
+    (root / "proc" / "self").mkdir(parents=True)
+    (root / "proc" / "self" / "status").write_text("Name:\tx\nCapEff:\t000001ffffffffff\n")
+    (root / "sys" / "kernel" / "btf").mkdir(parents=True)
+    (root / "sys" / "kernel" / "btf" / "vmlinux").write_text("")
+    build, tools = tmp_path / "build", tmp_path / "bin"
+    for folder, name in ((build, "gc"), (tools, "bpftrace")):
+        folder.mkdir()
+        (folder / name).write_text("#!/bin/sh\n")
+        (folder / name).chmod(0o755)
+    check = registry.kind_of("gc").check
+    monkeypatch.setenv("HARNESS_BPF_BUILD", str(build))
+    monkeypatch.setenv("PATH", str(tools))
+    assert check(root).status == "ok"
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    only_go = check(root)
+    assert (only_go.status, only_go.fix) == ("warn", "apt install bpftrace")
+    assert (
+        only_go.detail == "Go programs only; JVMs: bpftrace is not installed (apt install bpftrace)"
+    )
+    monkeypatch.setenv("PATH", str(tools))
+    monkeypatch.setenv("HARNESS_BPF_BUILD", str(tmp_path / "empty"))
+    only_jvm = check(root)
+    assert (only_jvm.status, only_jvm.fix) == ("warn", "make -C bpf")
+    assert only_jvm.detail.startswith(f"JVMs only; Go programs: collector {tmp_path}/empty/gc")
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert check(root).status == "missing"
