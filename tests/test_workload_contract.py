@@ -14,6 +14,7 @@ import platform
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -138,6 +139,7 @@ class Workload:
 
     def __init__(self, suite: Suite, args: list[str], stderr: IO[bytes]) -> None:
         self.stderr = stderr
+        self.started_ns = time.time_ns()
         self.proc = subprocess.Popen(
             [str(suite.binary), "run", *args],
             cwd=suite.folder,
@@ -219,6 +221,16 @@ class Workload:
             if stream is not None and not stream.closed:
                 with contextlib.suppress(BrokenPipeError):
                     stream.close()
+        self._remove_perf_map()
+
+    def _remove_perf_map(self) -> None:
+        """A JVM run by hand (lettuce-bench execs it: same pid) leaves /tmp/perf-PID.map for
+        perf; under the harness it is removed after the repeat, here after the test."""
+        path = Path(f"/tmp/perf-{self.proc.pid}.map")
+        with contextlib.suppress(FileNotFoundError):
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode) and info.st_mtime_ns >= self.started_ns:
+                path.unlink()
 
 
 @contextlib.contextmanager
