@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -53,7 +55,7 @@ def require_browser() -> None:
 
 
 def start_driver() -> Any:
-    """Headless Chromium; the caller quits it."""
+    """Headless Chromium; the caller quits it, which also removes its temporary folder."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -64,7 +66,23 @@ def start_driver() -> Any:
     options.add_argument("--window-size=1400,1000")
     # The page's console messages, for driver.get_log("browser").
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    # Chromium leaves its singleton socket folders (org.chromium.Chromium.*) in $TMPDIR.
+    tmpdir = tempfile.mkdtemp(prefix="harness-chromium-")
+    service = Service(executable_path=str(CHROMEDRIVER), env={**os.environ, "TMPDIR": tmpdir})
+    try:
+        driver = webdriver.Chrome(service=service, options=options)
+    except BaseException:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        raise
+    quit_browser = driver.quit
+
+    def quit_and_clean() -> None:
+        try:
+            quit_browser()
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+    driver.quit = quit_and_clean
     driver.set_page_load_timeout(PAGE_TIMEOUT_S)
     driver.set_script_timeout(PAGE_TIMEOUT_S)
     return driver
