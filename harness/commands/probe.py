@@ -17,8 +17,8 @@ from harness.commands.parsing import (
 from harness.errors import BadInput
 from harness.probes import live, report
 from harness.probes.registry import names as probe_names
+from harness.probes.spec import ALIAS_TEXT, parse_probes
 from harness.probes.spec import VALID as VALID_PROBES
-from harness.probes.spec import parse_probes
 from harness.results import dumps
 from harness.run.stop import stop_on_signals
 
@@ -53,7 +53,8 @@ def add_parser(commands: Commands) -> None:
         "--probes",
         default="all",
         metavar="LIST",
-        help=f"comma-separated probes: {VALID_PROBES} (default: all = {','.join(probe_names())})",
+        help=f"comma-separated probes: {VALID_PROBES} (default: all = "
+        f"{','.join(probe_names())}; {ALIAS_TEXT})",
     )
     p.add_argument(
         "--duration-s",
