@@ -236,6 +236,14 @@ def assert_switches_match(result: dict[str, Any], before: Counters, after: Count
     assert total > 100, "the fixture switched too little to compare"
 
 
+def switches_since(before: Counters, after: Counters) -> int:
+    """Switches the threads made between two readings (a thread started since: all of them)."""
+    return sum(
+        voluntary + involuntary - sum(before.get(tid, ("", 0, 0))[1:])
+        for tid, (_, voluntary, involuntary) in after.items()
+    )
+
+
 def sched_attach_modes() -> list[str]:
     return ["tp_btf", "raw_tp"]
 
@@ -255,9 +263,11 @@ def test_context_switches_match_proc(
     )
     reap.append(collector)
     before = quiet_counters(target.pid)
+    init_before = proc_counters(1)[0]
     (sleeps,) = (int(word) for word in target.phase("go"))
     after = quiet_counters(target.pid)
     run = collector.stop()
+    init_switched = switches_since(init_before, proc_counters(1)[0])
     assert run.rc == 0
     assert run.result["attach"] == attach
     assert_switches_match(run.result, before, after)
@@ -270,10 +280,13 @@ def test_context_switches_match_proc(
         # take one at each window edge, less the switch-ins the probe could not see.
         switch_ins = sum(thread["offcpu_hist_log2_ns"]) + thread["missed_switch_ins"]
         assert abs(switch_ins - switches) <= 1, thread
-        # This VM's kernel hides switches away from its PID 1 (see bpf/README.md): allow
-        # one such miss even for a thread with few switches.
-        assert thread["missed_switch_ins"] <= max(1, 0.02 * switches), thread
         assert thread["runq_ns"] <= thread["offcpu_ns"]
+    # This VM's kernel runs no BPF program while its PID 1's threads are current (see
+    # bpf/README.md): a target's switch-in is missed only when one of them switched to it, so
+    # there are no more misses than 2 % of the switches, or than PID 1's switches meanwhile.
+    switched = sum(t["voluntary_switches"] + t["involuntary_switches"] for t in threads.values())
+    missed = run.result["missed_switch_ins"]
+    assert missed <= max(1, 0.02 * switched, init_switched), (missed, init_switched)
     # The sleeper's 1 ms sleeps, as many as it counted (however few a loaded machine let it
     # make): each a voluntary switch and an off-CPU interval of at least 2^19 ns, unless its
     # switch-in was missed. Its other switches (the phase's mutex and condition) come on top.
