@@ -250,6 +250,27 @@ class RunRecord:
             k: OverheadInterval.model_validate(v) for k, v in run.items()
         } or None
 
+    def set_explain(self, index: int, explain_key: str, measurement_key: str) -> None:
+        """The cell's explain figures (`explain_summary`) and its ratio explain / measurement
+        paired by round, and that ratio over the run's cells."""
+        cell = self.cell(index)
+        explain = (cell.probe_variants or {}).get(explain_key, [])
+        summary = stats.summarize_cell(explain)
+        cell.explain_summary = {k: Summary.model_validate(v) for k, v in summary.items()} or None
+        pooled: list[float] = []
+        for each in self.run.cells:
+            ratios = overhead_pairs.explain_ratios(
+                (each.probe_variants or {}).get(explain_key, []),
+                each.repeats,
+                each.probe_rounds or {},
+                explain_key,
+                measurement_key,
+            )
+            if each is cell:
+                cell.explain_ratio = _interval(ratios)
+            pooled += ratios
+        self.run.explain_ratio = _interval(pooled)
+
     def set_profiles(self, profiles: Sequence[Profile | None]) -> None:
         """One per cell, in order; None keeps the cell's profile as it is."""
         for cell, profile in zip(self.run.cells, profiles, strict=True):
@@ -306,6 +327,10 @@ class RunRecord:
             write_atomic(self.path, jsonfile.dumps(self.run) + "\n")
         except OSError as err:
             raise write_failed(err, self.path) from err
+
+
+def _interval(ratios: Sequence[float]) -> OverheadInterval:
+    return OverheadInterval.model_validate(overhead_pairs.interval(ratios))
 
 
 def _identity(folder: Path) -> tuple[int, int] | None:

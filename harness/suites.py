@@ -37,6 +37,7 @@ _MATRIX_KEYS = {
     "warmup_s",
     "params",
     "scale",
+    "explain_repeats",
 }
 _SCALE_KEYS = {"reference_threads", "params", "minimum"}
 _SCRATCH_KEYS = {"size_param", "dir_param"}
@@ -66,6 +67,7 @@ class Matrix:
     warmup_s: float
     params: dict[str, tuple[TomlScalar, ...]]  # each entry is a sweep axis
     scale: Scale | None
+    explain_repeats: int | None = None  # per cell; None: the harness's default (run/plan.py)
 
 
 @dataclass(frozen=True)
@@ -208,14 +210,21 @@ def _matrix(table: _Table | None, base: Matrix) -> Matrix:
     if "scenario" in table.data and "scenarios" in table.data:
         raise table.error("scenarios", "set 'scenario' or 'scenarios', not both")
     one = table.string("scenario")
+    repeats = table.integer("repeats", base.repeats, 1)
+    explain = base.explain_repeats
+    if "explain_repeats" in table.data:
+        explain = table.integer("explain_repeats", 0, 0)
+    if explain is not None and explain > repeats:
+        raise table.error("explain_repeats", f"{explain} is more than the {repeats} repeats")
     return Matrix(
         strategies=table.names("strategies") or base.strategies,
         scenarios=table.names("scenarios") or ((one,) if one else base.scenarios),
-        repeats=table.integer("repeats", base.repeats, 1),
+        repeats=repeats,
         duration_s=table.number("duration_s", base.duration_s, positive=True),
         warmup_s=table.number("warmup_s", base.warmup_s, positive=False),
         params=params,
         scale=scale,
+        explain_repeats=explain,
     )
 
 

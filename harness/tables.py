@@ -35,7 +35,7 @@ from harness.format.numbers import (
     percent,
 )
 from harness.probes import bpfstats
-from harness.probes.overhead_pairs import overhead_cpu_shares, paired_text
+from harness.probes.overhead_pairs import explain_footer, overhead_cpu_shares, paired_text
 from harness.stability import stability_notes
 from harness.stats import CONFIDENCE, compare_cells, params_key
 
@@ -398,4 +398,7 @@ def print_run(doc: Mapping[str, Any], console: Console) -> None:
     cost = bpfstats.footer(cells)
     if cost is not None:
         console.print(Text(cost, style="dim"))
+    explain = explain_footer(doc)
+    if explain is not None:
+        console.print(Text(explain, style="dim"))
     console.print(_legend(summaries, metric, labels))

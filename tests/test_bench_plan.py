@@ -8,11 +8,14 @@ import json
 from datetime import datetime
 
 import pytest
-from conftest import run_harness, runs_dir
+from conftest import FIXTURES, run_harness, runs_dir
 from rich.console import Console
 
-from harness.probes import overhead
-from harness.probes.probe import ProbeSpec
+from harness.catalog import suite_at
+from harness.describe import describe
+from harness.probes.spec import parse_probes
+from harness.run.estimate import steps
+from harness.run.plan import build_plan
 from harness.run.progress import Step, make_progress
 from harness.run.repeat import Outcome
 
@@ -60,11 +63,40 @@ def _when(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-def test_variant_count_is_the_number_of_variants() -> None:
-    specs = tuple(ProbeSpec(name) for name in ("sched", "futex", "oncpu"))
-    for n in range(len(specs) + 1):
+def test_the_step_count_is_what_the_runner_runs(harness_env: dict[str, str]) -> None:
+    suite = suite_at(FIXTURES / "sleepy")
+    description = describe(suite)
+    for probes in ("none", "sched", "offwake", "sched,futex,oncpu"):
         for measure in (False, True):
-            assert overhead.variant_count(n, measure) == len(overhead.variants(specs[:n], measure))
+            for asked in (None, 1, 3):
+                plan = build_plan(
+                    suite,
+                    description,
+                    strategies=["slow", "fast"],
+                    scenarios=None,
+                    sweep={},
+                    duration_s=1,
+                    warmup_s=0,
+                    repeats=3,
+                    order="interleaved",
+                    probes=parse_probes(probes),
+                    probe_overhead=measure,
+                    explain_repeats=asked,
+                )
+                runs = list(plan.runs())
+                assert len(runs) == steps(plan), (probes, measure, asked)
+                explained = [r for _, r, v in runs if v.explain]
+                count = 0 if probes in ("none", "sched") else 3 if measure else asked or 1
+                assert len(explained) == 2 * count, (probes, measure, asked)
+
+
+def test_the_plan_counts_the_explain_repeats(harness_env: dict[str, str]) -> None:
+    """sleepy's [bench] with an explain-only probe: 4 cells x (2 + 1) repeats of 0.25 + 0.5 s."""
+    done = run_harness(["bench", "--plan", "--probes", "sched,offwake"], harness_env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "x 2 repeats + 1 explain repeat of" in lines[1]
+    assert lines[-1].strip() == "estimated duration: 0:09"
 
 
 def test_the_eta_includes_the_suites_still_to_come() -> None:

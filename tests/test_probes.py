@@ -300,14 +300,30 @@ def test_the_cell_record_keeps_paths_totals_and_reasons(tmp_path: Path) -> None:
 
 def test_overhead_variants_and_ratios() -> None:
     sched, futex = parse_probes("sched,futex")
-    assert overhead.variants((sched, futex), overhead=False) == [("all", (sched, futex))]
-    assert [key for key, _ in overhead.variants((sched, futex), overhead=True)] == [
-        "none",
-        "sched",
-        "futex",
-        "all",
+    # futex's stacks make it explain-only: the cell's repeats carry sched, the explain set all.
+    assert overhead.variants((sched, futex), overhead=False) == [
+        ("all", (sched, futex), True),
+        ("sched", (sched,), False),
     ]
-    assert overhead.variants((sched,), overhead=True) == [("none", ()), ("sched", (sched,))]
+    # --probe-overhead: sched alone is the measurement set, not run twice a round.
+    assert [(v.key, v.explain) for v in overhead.variants((sched, futex), overhead=True)] == [
+        ("none", False),
+        ("futex", False),
+        ("all", True),
+        ("sched", False),
+    ]
+    assert overhead.variants((sched,), overhead=True) == [
+        ("none", (), False),
+        ("sched", (sched,), False),
+    ]
+    # Only explain-only probes: the measurement repeats run without any, and are `none`.
+    (offwake,) = parse_probes("offwake")
+    assert overhead.variants((offwake,), overhead=True) == [
+        ("offwake", (offwake,), True),
+        ("none", (), False),
+    ]
+    everything = parse_probes("all")
+    assert [v.key for v in overhead.variants(everything, overhead=False)] == ["all", "sched+gc"]
     runs = {"none": [{"ops_per_sec": 100}, {"ops_per_sec": 120}], "sched": [{"ops_per_sec": 99}]}
     assert overhead.cell_overhead(runs) == {"sched": 0.9}
     cells = [{"probe_overhead": {"sched": 0.5}}, {"probe_overhead": {"sched": 2.0}}]
@@ -335,9 +351,12 @@ def test_unavailable_probes_are_recorded_and_the_run_goes_on(
         for name in ("sched", "futex")
     }
     reasons["bt:syscalls_per_op"] = "bpftrace is not installed (apt install bpftrace)"
+    # sched on the measurement repeats; futex and the script on the one explain repeat, which
+    # ran in the second round of two.
+    rounds = {"sched": [1, 2], "futex": [2], "bt:syscalls_per_op": [2]}
     for name, reason in reasons.items():
         assert cell["probes"][name]["unavailable"] == reason
-        assert [r["repeat"] for r in cell["probes"][name]["repeats"]] == [1, 2]
+        assert [r["repeat"] for r in cell["probes"][name]["repeats"]] == rounds[name]
         assert f"probe {name} unavailable (slow): {reason}" in done.stdout
     assert not (Path(env["HARNESS_RESULTS"]) / "runs" / doc["run_id"] / "probes").exists()
     assert "ctx_switches_per_op" not in json.dumps(cell["repeats"])

@@ -87,6 +87,7 @@ def bounded(kind: type[N], low: N, *, strict: bool, what: str) -> Callable[[str]
 positive_float = bounded(float, 0.0, strict=True, what="a number")
 non_negative_float = bounded(float, 0.0, strict=False, what="a number")
 positive_int = bounded(int, 1, strict=False, what="an integer")
+non_negative_int = bounded(int, 0, strict=False, what="an integer")
 pid = bounded(int, 1, strict=False, what="a process id")
 
 

@@ -18,6 +18,7 @@ from harness.commands.parsing import (
     help_text,
     names,
     non_negative_float,
+    non_negative_int,
     positive_float,
     positive_int,
 )
@@ -55,6 +56,7 @@ def add_parser(commands: Commands) -> None:
               harness run timers --probes sched,bt:bpf/syscalls_per_op.bt
               harness run timers --probes none      # no eBPF at all
               harness run timers --probe-overhead   # what the probes cost in ops/s
+              harness run timers --explain-repeats 2  # two repeats a cell with every probe
               harness run timers --json > run.json
             """)
         + "\n"
@@ -126,6 +128,15 @@ def add_parser(commands: Commands) -> None:
         "ops/s with / without per probe (probe_overhead in run.json)",
     )
     p.add_argument(
+        "--explain-repeats",
+        type=non_negative_int,
+        metavar="N",
+        help="repeats of every cell with every probe, besides its --repeat measurement "
+        "repeats that carry only the cheap ones (sched, gc) and give the figures: the stack "
+        "and profile probes run on these only (default: 1 when one of them is asked for; 0: "
+        "leave them out; at most --repeat; docs/probes.md)",
+    )
+    p.add_argument(
         "--cpuset",
         action="append",
         default=[],
@@ -177,6 +188,7 @@ def handle(args: argparse.Namespace) -> int:
         order=args.order,
         probes=probes,
         probe_overhead=args.probe_overhead,
+        explain_repeats=args.explain_repeats,
         baseline=args.baseline,
         profile=profile_settings(args),
         cpuset=parse_cpuset(args.cpuset, roles_of(description), online_cpus()),

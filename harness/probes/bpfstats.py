@@ -184,6 +184,15 @@ class BpfStatsWatch:
         }
 
 
+def repeat_share(stats: Iterable[Mapping[str, Any] | None]) -> dict[str, float]:
+    """A repeat's `bpf_cpu_share` from its probes' `bpf_stats` (None: no BPF program): the
+    share of the machine's CPU its BPF programs took over the window, 0 without any; nothing
+    when a probe's statistics are missing (BPF_ENABLE_STATS refused)."""
+    shares = [s.get("cpu_share") for s in stats if s is not None]
+    known = [float(share) for share in shares if share is not None]
+    return {"bpf_cpu_share": float(sum(known))} if len(known) == len(shares) else {}
+
+
 def add_up(repeats: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """A probe's `bpf_stats` over a cell's repeats: counts and windows summed."""
     done = [r for r in repeats if "run_cnt" in r]

@@ -82,6 +82,10 @@ class ProbeKind:
     check: Callable[[Path], Check]
     section: Callable[[str, Data, Console], None]  # its part of `harness probe`'s summary
     collector: bool = False  # driven by the libbpf collector bpf/build/<name>
+    # Too costly for the repeats the figures come from (stacks per event, perf sampling,
+    # any bpftrace script): it runs on the cell's explain repeats only (docs/probes.md).
+    # False: counters aggregated in the kernel, on every repeat.
+    explain: bool = False
     metrics: tuple[ProbeMetric, ...] = ()
     derive: Callable[[Data, RepeatContext], dict[str, Any]] = no_metrics  # metrics of a repeat
     recorded: Callable[[Data, float | None], dict[str, Any]] = collector_fields

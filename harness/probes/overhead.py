@@ -1,4 +1,8 @@
-"""--probe-overhead: each cell also runs without probes and with each probe alone.
+"""The probe sets of a cell's rounds, and --probe-overhead's ratios.
+
+Every round runs the measurement set, the probes cheap enough for the figures (docs/probes.md);
+the cell's explain rounds also run the explain set, every probe. --probe-overhead adds, every
+round, a run without probes and one with each probe alone, and runs the explain set every round.
 
 The cost of a probe is the ratio of ops/s medians, with the probe / without (1.0 = free,
 0.9 = 10% fewer ops/s). Per cell, and over the run as the geometric mean of the cells'
@@ -10,7 +14,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.probes.probe import ProbeSpec
 
@@ -18,27 +22,52 @@ NONE = "none"
 ALL = "all"
 METRIC = "ops_per_sec"
 
-Variant = tuple[str, tuple[ProbeSpec, ...]]
+
+class Variant(NamedTuple):
+    """A probe set the rounds of a cell run with."""
+
+    key: str  # `none`, a probe's name, `all` (every probe of the run), else names joined by +
+    specs: tuple[ProbeSpec, ...]
+    explain: bool = False  # the explain set: only in the cell's explain rounds
 
 
-def variant_count(probes: int, overhead: bool) -> int:
-    """How many variants `variants` gives for that many probes."""
-    if not overhead or not probes:
-        return 1
-    return 2 + probes if probes > 1 else 2
+def measurement_specs(specs: tuple[ProbeSpec, ...]) -> tuple[ProbeSpec, ...]:
+    """The probes of the measurement repeats: those whose kind is not explain-only."""
+    from harness.probes import registry  # here: the kinds' drivers import run.json's record
+
+    return tuple(spec for spec in specs if not registry.kind_of(spec.name).explain)
+
+
+def set_key(subset: tuple[ProbeSpec, ...], specs: tuple[ProbeSpec, ...]) -> str:
+    """The key of a subset of the run's probes in run.json's probe_variants and ratios."""
+    if not subset:
+        return NONE
+    if len(subset) == 1:
+        return subset[0].name
+    return ALL if subset == specs else "+".join(spec.name for spec in subset)
 
 
 def variants(specs: tuple[ProbeSpec, ...], overhead: bool) -> list[Variant]:
-    """The probe sets each repeat of a cell runs with, the main one (all probes) last.
-
-    The main variant's repeats are the cell's repeats; the others only feed the ratios.
+    """The probe sets of each round of a cell: the measurement set last (its repeats are the
+    cell's `repeats`), the explain set (every probe, when some is explain-only) before it;
+    with --probe-overhead first `none` and each probe alone, unless a main set is it.
     """
-    main_key = ALL if len(specs) > 1 else specs[0].name if specs else NONE
-    main: Variant = (main_key, specs)
-    if not overhead or not specs:
-        return [main]
-    alone: list[Variant] = [(spec.name, (spec,)) for spec in specs] if len(specs) > 1 else []
-    return [(NONE, ()), *alone, main]
+    measured = measurement_specs(specs)
+    main = Variant(set_key(measured, specs), measured)
+    explain = [Variant(set_key(specs, specs), specs, True)] if measured != specs else []
+    extra: list[Variant] = []
+    if overhead and specs:
+        alone = [Variant(spec.name, (spec,)) for spec in specs] if len(specs) > 1 else []
+        extra = [Variant(NONE, ()), *alone]
+    taken = {main.key, *(v.key for v in explain)}
+    return [*(v for v in extra if v.key not in taken), *explain, main]
+
+
+def explain_rounds(repeats: int, explain_repeats: int) -> frozenset[int]:
+    """The rounds (0-based) that run the explain set: spread evenly over the cell's rounds,
+    away from the first and last, where a drift would weigh most."""
+    count = min(explain_repeats, repeats)
+    return frozenset((2 * i + 1) * repeats // (2 * count) for i in range(count))
 
 
 def _median_ops(results: Sequence[Mapping[str, Any]]) -> float | None:

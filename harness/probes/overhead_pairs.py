@@ -24,7 +24,7 @@ from typing import Any
 
 from rich.text import Text
 
-from harness.format.numbers import DASH, human_ratio, percent
+from harness.format.numbers import DASH, human_p, human_ratio, percent
 from harness.probes import bpfstats
 from harness.probes.overhead import ALL, METRIC, NONE
 from harness.stats import ALPHA, median_interval
@@ -40,18 +40,18 @@ def _ops(result: Mapping[str, Any]) -> float | None:
 
 
 def paired_ratios(
-    variant_results: Results, rounds: Mapping[str, Sequence[int]] | None
+    variant_results: Results, rounds: Mapping[str, Sequence[int]] | None, base_key: str = NONE
 ) -> dict[str, list[float]]:
-    """{probe set: the ratio of each round that has both it and `none`}. Without rounds
+    """{probe set: the ratio of each round that has both it and `base_key`}. Without rounds
     (older run.json), the repeats pair by position when both sides have as many."""
-    without = list(variant_results.get(NONE) or [])
+    without = list(variant_results.get(base_key) or [])
     out: dict[str, list[float]] = {}
     for key, results in variant_results.items():
-        if key == NONE:
+        if key == base_key:
             continue
         pairs: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
-        if rounds is not None and key in rounds and NONE in rounds:
-            base = dict(zip(rounds[NONE], without, strict=False))
+        if rounds is not None and key in rounds and base_key in rounds:
+            base = dict(zip(rounds[base_key], without, strict=False))
             pairs = [
                 (base[r], result)
                 for r, result in zip(rounds[key], results, strict=False)
@@ -106,6 +106,18 @@ def interval(ratios: Sequence[float]) -> dict[str, Any]:
     }
 
 
+def explain_ratios(
+    explain: Sequence[Mapping[str, Any]],
+    measurement: Sequence[Mapping[str, Any]],
+    rounds: Mapping[str, Sequence[int]],
+    explain_key: str,
+    measurement_key: str,
+) -> list[float]:
+    """Each explain repeat's ops/s / that of the measurement repeat of its round."""
+    both = {explain_key: explain, measurement_key: measurement}
+    return paired_ratios(both, rounds, measurement_key)[explain_key]
+
+
 def cell_intervals(
     variant_results: Results, rounds: Mapping[str, Sequence[int]] | None
 ) -> dict[str, dict[str, Any]]:
@@ -143,3 +155,46 @@ def overhead_cpu_shares(cells: Sequence[Mapping[str, Any]], keys: Sequence[str])
         elif key == ALL and costs:
             out[key] = percent(sum(float(c.get("cpu_share") or 0) for c in costs.values()))
     return out
+
+
+def share_median(results: Sequence[Mapping[str, Any]]) -> float | None:
+    """The median `bpf_cpu_share` of some repeats; None when none recorded it."""
+    shares = (r.get("bpf_cpu_share") for r in results)
+    values = [float(s) for s in shares if isinstance(s, int | float)]
+    return statistics.median(values) if values else None
+
+
+def explain_results(doc: Mapping[str, Any], cell: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A cell's explain repeats (run.json dicts)."""
+    key = (doc.get("config") or {}).get("explain_set")
+    return list((cell.get("probe_variants") or {}).get(key) or []) if key else []
+
+
+def explain_footer(doc: Mapping[str, Any]) -> str | None:
+    """The one line under the tables of a run with explain repeats: where the figures come
+    from, and what the explain repeats' probes cost the workload (docs/probes.md)."""
+    config = doc.get("config") or {}
+    if not config.get("explain_repeats"):
+        return None
+    cells = list(doc.get("cells") or [])
+    measured = ", ".join(config.get("measurement_probes") or []) or "no probe"
+    line = (
+        f"figures: the measurement repeats ({measured}); with every probe "
+        f"({config.get('explain_set')}): {config['explain_repeats']} explain repeat(s) a cell, "
+        "ops/s paired by round explain / measurement "
+    )
+    ratio = doc.get("explain_ratio") or {}
+    if ratio.get("ratio") is not None:
+        line += paired_text(ratio).plain + f" over {ratio['n']} rounds"
+        if ratio.get("p_value") is not None:
+            line += f", p={human_p(float(ratio['p_value']))}"
+    else:
+        line += f"{DASH} (no round has both)"
+    shares = (
+        share_median([r for c in cells for r in c.get("repeats") or []]),
+        share_median([r for c in cells for r in explain_results(doc, c)]),
+    )
+    if any(share is not None for share in shares):
+        measurement, explain = (percent(s) if s is not None else DASH for s in shares)
+        line += f"; BPF CPU share (median repeat): measurement {measurement}, explain {explain}"
+    return line

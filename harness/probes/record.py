@@ -19,6 +19,8 @@ from harness.probes.probe import ProbeResult
 from harness.probes.totals import add
 from harness.rundoc.model import BpfStats, ProbeRepeat, ProbeSummary
 
+EXPLAIN_FOLDER = "explain"  # in a cell's folder: the explain repeats' raw files, r<round>-*
+
 
 def cell_folder(run_dir: Path, cell_id: str) -> Path:
     """`<run>/probes/<cell id>`: the id's `/`-separated parts become nested folders."""

@@ -18,6 +18,7 @@ from harness.format.metrics import LEADING_METRICS, TRAILING_METRICS, ratio_metr
 from harness.format.notes import named_probes, probe_problem
 from harness.format.numbers import DASH, TIMES, human_p, human_ratio, percent
 from harness.probes import registry
+from harness.probes.overhead_pairs import paired_text
 from harness.rundoc.files import run_file
 from harness.stats import compare_cells, compare_samples, metric_values, params_key
 
@@ -487,6 +488,15 @@ def findings(doc: Mapping[str, Any]) -> list[Finding]:
         said.append(")")
         out.append(said)
 
+    ratio = doc.get("explain_ratio") or {}
+    if ratio.get("ratio") is not None:
+        out.append(
+            [
+                "with every probe (the explain repeats) the workload ran at "
+                f"{paired_text(ratio).plain} of its ops/s without the stack and profile probes "
+                f"(paired by round, {ratio['n']} rounds): see With probes"
+            ]
+        )
     overhead = doc.get("probe_overhead")
     if overhead:
         parts = [
@@ -497,6 +507,20 @@ def findings(doc: Mapping[str, Any]) -> list[Finding]:
             ["probe overhead, median ops/s with / without (geometric mean): " + ", ".join(parts)]
         )
     return out
+
+
+def explain_text(config: Mapping[str, Any]) -> str:
+    """What ran on which repeats, for the report's header."""
+    count = config.get("explain_repeats")
+    if count is None:  # a run from before the split: every probe on every repeat
+        return "none (every probe on every repeat)"
+    measured = ", ".join(config.get("measurement_probes") or []) or "no probe"
+    if not count:
+        return f"none; the figures' repeats carry {measured}"
+    return (
+        f"{count} a cell with every probe; the figures come from the measurement repeats, "
+        f"which carry {measured}"
+    )
 
 
 def finding_text(finding: Finding) -> str:

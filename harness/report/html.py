@@ -18,9 +18,14 @@ from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts, value_text
 from harness.format.metrics import ratio_metric, report_labels
 from harness.format.notes import STATUS_NOTES, named_probes, notes, probe_notes
-from harness.format.numbers import DASH, TIMES, human, human_ratio, percent
+from harness.format.numbers import DASH, TIMES, human, human_p, human_ratio, percent
 from harness.probes import bpfstats, registry
-from harness.probes.overhead_pairs import overhead_cpu_shares, paired_text
+from harness.probes.overhead_pairs import (
+    explain_results,
+    overhead_cpu_shares,
+    paired_text,
+    share_median,
+)
 from harness.report import data
 from harness.report.data import Code, Finding, Flame, Labeller
 from harness.results import write_atomic
@@ -159,6 +164,7 @@ class Page:
         self.plots()
         self.failures()
         self.overhead()
+        self.explain()
         for cell in self.cells:
             self.cell_section(cell)
         self.add(
@@ -196,6 +202,7 @@ class Page:
             ("warm-up", f"{esc(config.get('warmup_s'))} s"),
             ("probes", esc(data.probes_text(config))),
             ("probe overhead", "measured" if config.get("probe_overhead") else "not measured"),
+            ("explain repeats", esc(data.explain_text(config))),
             ("baseline", esc(self.baseline) if self.baseline else "none"),
         ]
         patterns = config.get("mutex_patterns")
@@ -252,6 +259,8 @@ class Page:
         )
         if self.doc.get("probe_overhead"):
             self.add('<li><a href="#overhead">Probe overhead</a></li>')
+        if self.config.get("explain_repeats"):
+            self.add('<li><a href="#explain">With probes</a></li>')
         for cell in self.cells:
             self.add(f'<li><a href="#{self.anchor(cell)}">{esc(self.name(cell))}</a></li>')
         self.add("</ul></nav>")
@@ -458,6 +467,58 @@ class Page:
         if cost is not None:
             self.add(f"<p>{esc(cost)}</p>")
         self.add("</section>")
+
+    def explain(self) -> None:
+        """The explain repeats apart: per cell their ops/s against the measurement repeats',
+        the ratio paired by round, and both kinds' BPF CPU share (docs/probes.md)."""
+        config = self.config
+        if not config.get("explain_repeats"):
+            return
+        measured = ", ".join(config.get("measurement_probes") or []) or "no probe"
+        self.add(
+            '<section id="explain"><h2>With probes</h2>',
+            f"<p>The figures above come from the measurement repeats, which carry only the "
+            f"probes whose cost is negligible ({esc(measured)}). Each cell also ran "
+            f"{esc(config['explain_repeats'])} explain repeat(s) with every probe "
+            f"(<code>{esc(config.get('explain_set'))}</code>), interleaved with the others: "
+            "the stack graphs and profiles come from these. Their figures are here only. "
+            f"explain / measurement: ops/s of each explain repeat / the measurement repeat of "
+            f"its round (1.00{TIMES} = no perturbation), the median [its interval]; * Wilcoxon "
+            "signed-rank p &lt; 0.05. BPF CPU share: the median repeat's BPF programs' share "
+            "of the machine's CPU over its window.</p>",
+            '<div class="scroll"><table><tr><th class="l">cell</th>',
+            "<th>ops/s measurement</th><th>ops/s with probes</th><th>explain / measurement</th>"
+            "<th>p</th><th>BPF CPU measurement</th><th>BPF CPU explain</th></tr>",
+        )
+
+        def share(results: Sequence[Mapping[str, Any]]) -> str:
+            value = share_median(results)
+            return esc(percent(value)) if value is not None else DASH
+
+        def paired(entry: Mapping[str, Any] | None) -> tuple[str, str]:
+            if not entry or entry.get("ratio") is None:
+                return DASH, esc((entry or {}).get("reason") or "")
+            p = entry.get("p_value")
+            return esc(paired_text(entry).plain), esc(human_p(float(p))) if p is not None else ""
+
+        unit = self.units.get("ops_per_sec")
+        for cell in self.cells:
+            ratio, p = paired(cell.get("explain_ratio"))
+            explain = cell.get("explain_summary") or {}
+            self.add(
+                f'<tr><td class="l"><a href="#{self.anchor(cell)}">{esc(self.name(cell))}</a></td>',
+                figure_cell("ops_per_sec", cell_summary(cell).get("ops_per_sec"), unit),
+                figure_cell("ops_per_sec", explain.get("ops_per_sec"), unit),
+                f"<td>{ratio}</td><td>{p}</td>",
+                f"<td>{share(cell.get('repeats') or [])}</td>",
+                f"<td>{share(explain_results(self.doc, cell))}</td></tr>",
+            )
+        ratio, p = paired(self.doc.get("explain_ratio"))
+        self.add(
+            '<tr><td class="l"><b>all cells (rounds pooled)</b></td><td></td><td></td>',
+            f"<td><b>{ratio}</b></td><td>{p}</td><td></td><td></td></tr>",
+            "</table></div></section>",
+        )
 
     # -- one cell -----------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.probes.record import cell_folder
+from harness.probes.record import EXPLAIN_FOLDER, cell_folder
 from harness.results import RunRecord
 from harness.run import leftovers, scratch
 from harness.run.cgroup import Hierarchy, owner_groups
@@ -98,24 +98,28 @@ def mark(folder: Path, run: RunDoc, hierarchy: Hierarchy | None, found: str, end
 
 
 def _remove_partial(folder: Path, run: RunDoc) -> int:
-    """Probe output of the repeat in flight (run.json does not point at it), perf.data, the
-    --probe-overhead folders and temporary files of atomic writes; how many."""
+    """Probe output of the repeat in flight (run.json does not point at it, also in a cell's
+    explain folder), perf.data, the --probe-overhead folders and temporary files of atomic
+    writes; how many."""
     removed = 0
     for tmp in folder.glob(".*.tmp"):
         tmp.unlink(missing_ok=True)
         removed += 1
     for cell in run.cells:
         probes = cell_folder(folder, cell.id)
-        kept = {r.repeat for summary in cell.probes.values() for r in summary.repeats}
+        entries = [r for summary in cell.probes.values() for r in summary.repeats]
         for overhead in probes.glob("overhead-*"):
             shutil.rmtree(overhead, ignore_errors=True)
             removed += 1
-        for path in probes.glob("r*-*") if probes.is_dir() else ():
-            match = _REPEAT_FILE.match(path.name)
-            partial = path.name.endswith(".perf.data") or path.stat().st_size == 0
-            if path.is_file() and match and (partial or int(match[1]) not in kept):
-                path.unlink(missing_ok=True)
-                removed += 1
+        for where in (probes, probes / EXPLAIN_FOLDER):
+            # The repeats (rounds, for the explain repeats) run.json has files of there.
+            kept = {r.repeat for r in entries if r.path and (folder / r.path).parent == where}
+            for path in where.glob("r*-*") if where.is_dir() else ():
+                match = _REPEAT_FILE.match(path.name)
+                partial = path.name.endswith(".perf.data") or path.stat().st_size == 0
+                if path.is_file() and match and (partial or int(match[1]) not in kept):
+                    path.unlink(missing_ok=True)
+                    removed += 1
     return removed
 
 

@@ -1,5 +1,6 @@
 """What a bench will take before it starts: per suite its cells, repeats and estimated
-seconds (repeats x (warm-up + duration + start-up) per cell and probe variant).
+seconds (repeats x (warm-up + duration + start-up) per cell and probe set, the explain
+repeats counted).
 
 The start-up of a repeat (spawning, probes, its share of the report) is learned from the
 newest complete run of the suite in the results on a machine with as many CPUs: its length
@@ -15,7 +16,6 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from harness.probes import overhead
 from harness.run.memlimit import human
 from harness.run.plan import Plan
 from harness.run.scratch import plan_files
@@ -27,11 +27,7 @@ LOOKBACK_RUNS = 40
 
 
 def steps(plan: Plan) -> int:
-    return (
-        len(plan.cells)
-        * plan.repeats
-        * overhead.variant_count(len(plan.probes), plan.probe_overhead)
-    )
+    return len(plan.cells) * plan.steps_per_cell()
 
 
 def planned_s(plan: Plan) -> float:
@@ -70,8 +66,11 @@ def _startup_s(run: RunDoc, cpus: int) -> float | None:
     if run.status != "complete" or run.finished_at is None or run.host.logical_cpus != cpus:
         return None
     config = run.config
-    variants = overhead.variant_count(len(config.probes), config.probe_overhead)
-    count = len(run.cells) * config.repeats * variants
+    # Every repeat it ran, of every probe set: what its plan had (the run is complete).
+    count = sum(
+        len(c.repeats) + len(c.failures) + sum(len(v) for v in (c.probe_variants or {}).values())
+        for c in run.cells
+    )
     if count == 0:
         return None
     took = (_when(run.finished_at) - _when(run.started_at)).total_seconds()
@@ -94,13 +93,20 @@ def plan_lines(plans: Sequence[Plan], cpus: int) -> list[str]:
     for plan in plans:
         lines.append(
             f"  {plan.suite.name}: {len(plan.cells)} cells ({len(plan.strategies)} strategies"
-            f" x {len(plan.scenarios)} scenarios x parameters) x {plan.repeats} repeats of "
+            f" x {len(plan.scenarios)} scenarios x parameters) x {plan.repeats} repeats"
+            f"{_explain(plan)} of "
             f"{plan.warmup_s:g} s warm-up + {plan.duration_s:g} s: about {clock(planned_s(plan))}"
             f" ({_startup(plan)})" + _scratch(plan)
         )
     total = sum(planned_s(plan) for plan in plans)
     lines.append(f"  estimated duration: {clock(total)}")
     return lines
+
+
+def _explain(plan: Plan) -> str:
+    if not plan.explain_repeats:
+        return ""
+    return f" + {plan.explain_repeats} explain repeat{'s' if plan.explain_repeats > 1 else ''}"
 
 
 def _startup(plan: Plan) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.describe import Description, ParamSpec, ParamValue, render
 from harness.errors import BadInput
-from harness.probes import registry
+from harness.probes import overhead, registry
 from harness.probes.probe import ProbeSpec
 from harness.profiles.settings import ProfileSettings
 from harness.run import bounds
@@ -59,6 +59,7 @@ class Plan:
     baseline: str
     scale: dict[str, Any] | None = None
     probe_overhead: bool = False  # also run each cell without probes and with each alone
+    explain_repeats: int = 0  # per cell, with every probe; 0 without an explain-only probe
     profile: ProfileSettings = DEFAULT_PROFILE
     cpuset: dict[str, list[int]] | None = None  # role -> CPUs (harness/cpuset.py)
     cpuset_auto: bool = False  # harness bench's split: pins only a workload with a server
@@ -75,6 +76,28 @@ class Plan:
         if self.order == "interleaved":
             return ((c, r) for r in rounds for c in cells)
         return ((c, r) for c in cells for r in rounds)
+
+    def variants(self) -> list[overhead.Variant]:
+        """The probe sets of a round, the measurement set last (probes/overhead.py)."""
+        return overhead.variants(self.probes, self.probe_overhead)
+
+    def runs(self) -> Iterator[tuple[int, int, overhead.Variant]]:
+        """(cell index, round index, probe set) of every repeat, in run order: each round of a
+        cell runs its probe sets one after the other, the explain set in its rounds only."""
+        sets = self.variants()
+        explain_rounds = overhead.explain_rounds(self.repeats, self.explain_repeats)
+        return (
+            (c, r, v)
+            for c, r in self.schedule()
+            for v in sets
+            if not v.explain or r in explain_rounds
+        )
+
+    def steps_per_cell(self) -> int:
+        """Repeats a cell runs, every probe set's."""
+        sets = self.variants()
+        every_round = sum(not v.explain for v in sets)
+        return self.repeats * every_round + self.explain_repeats * sum(v.explain for v in sets)
 
     def metrics(self) -> list[Mapping[str, Any]]:
         """The metrics run.json declares: the workload's, then the probes' when there are any."""
@@ -94,11 +117,50 @@ class Plan:
             "probes": [spec.name for spec in self.probes],
             "probes_named": [spec.name for spec in self.probes if spec.named],
             "probe_overhead": self.probe_overhead,
+            **self._sets(),
             "baseline": self.baseline,
             "scale": self.scale,
             **self.profile.config(),
             **({"cpuset": self.cpuset, "cpuset_auto": self.cpuset_auto} if self.cpuset else {}),
         }
+
+    def _sets(self) -> dict[str, Any]:
+        """Which probes the measurement repeats carry, and the explain repeats' key."""
+        sets = self.variants()
+        keys: dict[str, Any] = {
+            "measurement_probes": [spec.name for spec in sets[-1].specs],
+            "measurement_set": sets[-1].key,
+            "explain_repeats": self.explain_repeats,
+        }
+        explain = [v.key for v in sets if v.explain]
+        return keys | ({"explain_set": explain[0]} if explain else {})
+
+
+def explain_count(
+    probes: tuple[ProbeSpec, ...], asked: int | None, repeats: int, probe_overhead: bool
+) -> tuple[tuple[ProbeSpec, ...], int]:
+    """The probes and the explain repeats per cell of a run: `asked` (None: 1) when some probe
+    is explain-only, every round with --probe-overhead; none, and no explain-only probe, at 0."""
+    explained = [spec for spec in probes if registry.kind_of(spec.name).explain]
+    if not explained:
+        return probes, 0
+    if probe_overhead:
+        return probes, repeats
+    count = 1 if asked is None else asked
+    if count > repeats:
+        raise BadInput(
+            f"{count} explain repeats a cell, more than its {repeats} repeats (each explain "
+            "repeat runs in a round of its own, beside that round's measurement repeat)"
+        )
+    if count == 0:
+        named = [spec.name for spec in explained if spec.named]
+        if named:
+            raise BadInput(
+                f"0 explain repeats, and {', '.join(named)} only run on explain repeats: ask "
+                "for at least one (--explain-repeats N) or leave them out of --probes"
+            )
+        return tuple(spec for spec in probes if spec not in explained), 0
+    return probes, count
 
 
 def build_plan(
@@ -115,6 +177,7 @@ def build_plan(
     probes: tuple[ProbeSpec, ...],
     scale: dict[str, Any] | None = None,
     probe_overhead: bool = False,
+    explain_repeats: int | None = None,
     baseline: str | None = None,
     profile: ProfileSettings | None = None,
     cpuset: dict[str, list[int]] | None = None,
@@ -138,6 +201,7 @@ def build_plan(
             f"(valid: {', '.join(valid)})"
         )
     baseline = baseline or _baseline(suite, description)
+    probes, explained = explain_count(probes, explain_repeats, repeats, probe_overhead)
     bounds.check_cells(
         len(chosen_scenarios) * len(chosen) * math.prod(len(v) for v in axes.values())
     )
@@ -173,6 +237,7 @@ def build_plan(
         baseline=baseline,
         scale=scale,
         probe_overhead=probe_overhead,
+        explain_repeats=explained,
         profile=profile or ProfileSettings(),
         cpuset=cpuset or None,
     )
@@ -238,6 +303,7 @@ def plan_matrix(
         order="interleaved",
         probes=probes,
         scale=scale_note,
+        explain_repeats=matrix.explain_repeats,
     )
 
 

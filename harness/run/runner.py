@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,10 @@ from rich.console import Console
 
 from harness import cpuset
 from harness.describe import plain_number
-from harness.probes import overhead
+from harness.probes import bpfstats, overhead, registry
 from harness.probes.metrics import op_count, per_op_metrics
 from harness.probes.probe import ProbeResult
-from harness.probes.record import cell_folder, with_repeat
+from harness.probes.record import EXPLAIN_FOLDER, cell_folder, with_repeat
 from harness.probes.session import ProbeSession
 from harness.profiles.cells import build_profiles
 from harness.profiles.settings import ProfileSettings
@@ -66,19 +67,21 @@ def execute(
     the planned seconds of the runs after this one (the ETA is the whole bench's). scratch:
     the run's scratch files, written before the repeats that need them (the caller removes
     them)."""
-    variants = overhead.variants(plan.probes, plan.probe_overhead)
-    main_key = variants[-1][0]
-    runs = ((c, r, v) for c, r in plan.schedule() for v in variants)
-    total = len(plan.cells) * plan.repeats * len(variants)
+    variants = plan.variants()
+    main = variants[-1]
+    explain = next((v.key for v in variants if v.explain), None)
+    runs = plan.runs()
+    total = len(plan.cells) * plan.steps_per_cell()
     deadline_s = plan.warmup_s + plan.duration_s + deadline_slack_s
     planned_step_s = plan.warmup_s + plan.duration_s + plan.startup_s
     interrupted = False
     with make_progress(console, total, planned_step_s, later_s) as progress:
-        for index, (cell_index, repeat, (key, specs)) in enumerate(runs, start=1):
+        for index, (cell_index, repeat, variant) in enumerate(runs, start=1):
             if stop.requested:
                 interrupted = True
                 break
             cell = plan.cells[cell_index]
+            key, specs = variant.key, variant.specs
             step = Step(
                 index=index,
                 total=total,
@@ -94,7 +97,10 @@ def execute(
                 interrupted = True
                 break
             folder = cell_folder(record.run_dir, cell.id)
-            if key != main_key:
+            overhead_only = key != main.key and not variant.explain
+            if variant.explain:
+                folder = folder / EXPLAIN_FOLDER  # its r<round>-*.json beside the others'
+            elif overhead_only:
                 folder = folder / f"overhead-{key}"  # deleted once its ops/s are in
             session = (
                 ProbeSession(specs, folder, repeat + 1, stop, profile=plan.profile)
@@ -114,7 +120,7 @@ def execute(
                 )
             finally:
                 probes = session.close() if session else {}
-                if key != main_key:
+                if overhead_only:
                     shutil.rmtree(folder, ignore_errors=True)
             perfmaps.remove(outcome.processes)  # the probes have read them by now
             if outcome.interrupted:
@@ -126,26 +132,27 @@ def execute(
             if not outcome.ok:
                 _discard(probes)
                 record.add_failure(cell_index, failure_record(repeat + 1, outcome))
-            elif key == main_key:
+            elif overhead_only:
                 assert outcome.result is not None
-                pids = session.pids if session else []
+                share = bpfstats.repeat_share(r.bpf_stats for r in probes.values())
+                record.add_variant_result(cell_index, key, {**outcome.result, **share})
+            else:
+                assert outcome.result is not None
                 _add_result(
                     record,
                     cell_index,
-                    repeat + 1,
-                    outcome.result,
-                    probes,
-                    pids,
-                    folder,
+                    Repeat(repeat + 1, outcome.result, probes, folder),
+                    session.pids if session else [],
                     plan.profile,
+                    key if variant.explain else None,
                 )
-            else:
-                assert outcome.result is not None
-                record.add_variant_result(cell_index, key, outcome.result)
             if len(variants) > 1:
                 if outcome.ok:
                     record.add_round(cell_index, key, repeat + 1)
-                _update_overhead(record, cell_index, main_key)
+                if plan.probe_overhead:
+                    _update_overhead(record, cell_index, main.key)
+                if explain is not None:
+                    record.set_explain(cell_index, explain, main.key)
             record.write()
             progress.finished(step, outcome)
     _profiles(plan, record, console)
@@ -167,30 +174,50 @@ def _profiles(plan: Plan, record: RunRecord, console: Console) -> None:
     record.write()
 
 
+@dataclass(frozen=True)
+class Repeat:
+    """One successful repeat of a cell with its probes' results."""
+
+    round: int  # 1-based
+    result: Mapping[str, Any]
+    probes: Mapping[str, ProbeResult]
+    folder: Path  # where its probes wrote
+
+
 def _add_result(
     record: RunRecord,
     cell_index: int,
-    repeat: int,
-    result: Mapping[str, Any],
-    probes: Mapping[str, ProbeResult],
+    repeat: Repeat,
     pids: list[int],
-    folder: Path,
     profile: ProfileSettings,
+    explain: str | None,
 ) -> None:
-    """The repeat's metrics, with the per-op ones derived from its probes, and the probes'
-    summary in the cell."""
-    if not probes:
-        record.add_result(cell_index, result)
-        return
+    """The repeat's metrics, with the per-op ones derived from its probes and its BPF CPU
+    share, into the cell's repeats (explain: its explain repeats, under that key), and the
+    probes' summary in the cell: a measurement repeat's every probe, an explain repeat's
+    explain-only ones (the measurement repeats have the others)."""
+    probes = repeat.probes
     outputs = {name: r.data for name, r in probes.items() if r.ok and r.data is not None}
     derived = (
-        per_op_metrics(result, outputs, pids[0], folder, profile.mutex_patterns) if pids else {}
+        per_op_metrics(repeat.result, outputs, pids[0], repeat.folder, profile.mutex_patterns)
+        if pids and outputs
+        else {}
     )
-    record.add_result(cell_index, {**result, **derived})
-    cell_probes = record.cell(cell_index).probes
-    record.set_probes(
-        cell_index, with_repeat(cell_probes, repeat, probes, record.run_dir, op_count(result))
-    )
+    share = bpfstats.repeat_share(r.bpf_stats for r in probes.values())
+    result = {**repeat.result, **derived, **share}
+    if explain is None:
+        record.add_result(cell_index, result)
+        kept = dict(probes)
+    else:
+        record.add_variant_result(cell_index, explain, result)
+        kept = {name: r for name, r in probes.items() if registry.kind_of(name).explain}
+        _discard({name: r for name, r in probes.items() if name not in kept})
+    if kept:
+        cell_probes = record.cell(cell_index).probes
+        ops = op_count(repeat.result)
+        record.set_probes(
+            cell_index, with_repeat(cell_probes, repeat.round, kept, record.run_dir, ops)
+        )
 
 
 def _discard(probes: Mapping[str, ProbeResult]) -> None:

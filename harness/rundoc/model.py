@@ -126,12 +126,26 @@ class Config(Record):
     """Repeats of every cell."""
     order: Literal["interleaved", "sequential"]
     probes: list[str]
-    """Probes attached to every repeat (`sched`, `futex`, `gc`, `oncpu`, `bt:<script>`)."""
+    """The run's probes (`sched`, `futex`, `gc`, `oncpu`, `bt:<script>`): every one on the
+    explain repeats, `measurement_probes` on the others (on every repeat in runs without
+    `explain_repeats`)."""
     probes_named: Absent[list[str]] = None
     """Those named in --probes (or $HARNESS_PROBES) themselves, not only through `all` or the
     default: the notes show that one of these does not apply to the workload's processes."""
     probe_overhead: bool
     """Each cell also ran without probes and with each probe alone (--probe-overhead)."""
+    measurement_probes: Absent[list[str]] = None
+    """The probes of the measurement repeats (the cell's `repeats`): those cheap enough for
+    the figures (docs/probes.md); absent in runs from before the split (every probe)."""
+    measurement_set: Absent[str] = None
+    """Their key in `cells[].probe_rounds` (and `probe_overhead`): `none`, a probe's name,
+    `all`, else the names joined by `+`."""
+    explain_repeats: Absent[int] = None
+    """Explain repeats per cell: with every probe, in rounds of their own spread over the
+    cell's (every round with --probe-overhead); 0 when no probe is explain-only."""
+    explain_set: Absent[str] = None
+    """The explain repeats' key in `cells[].probe_variants` and `probe_rounds` (`all`, or the
+    one probe's name); absent without explain repeats."""
     baseline: str
     """The strategy the others are compared with."""
     scale: Scale | None
@@ -354,8 +368,8 @@ class Profile(Record):
 
 
 class OverheadInterval(Record):
-    """--probe-overhead: one probe set's ops/s ratio, paired by repeat round (each round's
-    ops/s with the probes / without in the same round; harness/probes/overhead_pairs.py)."""
+    """One probe set's ops/s ratio, paired by repeat round (each round's ops/s with the probes
+    / without in the same round, or explain / measurement; harness/probes/overhead_pairs.py)."""
 
     n: int
     """Rounds with both sides."""
@@ -406,6 +420,11 @@ class Cell(Record):
     order of probe_variants, or of repeats for the main set)."""
     probe_overhead_paired: Absent[dict[str, OverheadInterval]] = None
     """--probe-overhead: probe set -> its ratio paired by round, with interval and p."""
+    explain_summary: Absent[dict[str, Summary]] = None
+    """The explain repeats' figures, as `summary` ("with probes"): apart from the cell's."""
+    explain_ratio: Absent[OverheadInterval] = None
+    """The perturbation: ops/s of each explain repeat / the measurement repeat of its round,
+    paired, with interval and p."""
     stability: Absent[dict[str, list[str]]] = None
     """Metric (the headline one, CPU per op) -> its stability warnings over the repeats
     (spread, bimodal, drift: harness/stability.py); absent when there are none."""
@@ -491,6 +510,8 @@ class RunDoc(Record):
     """--probe-overhead: probe set -> geometric mean of the cells' ratios."""
     probe_overhead_paired: Absent[dict[str, OverheadInterval]] = None
     """--probe-overhead: probe set -> the rounds' ratios of every cell pooled, paired."""
+    explain_ratio: Absent[OverheadInterval] = None
+    """The cells' `explain_ratio` rounds pooled: explain / measurement ops/s over the run."""
     error: Absent[str] = None
     """Why the run ended `failed` before its end (a write error such as a full disk), in one
     line naming the path; absent otherwise."""

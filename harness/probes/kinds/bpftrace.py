@@ -85,6 +85,7 @@ def section(name: str, data: Data, console: Console) -> None:
 
 KIND = ProbeKind(
     name=NAME,
+    explain=True,  # any script: its cost is unknown
     driver=driver,
     check=check,
     section=section,

@@ -192,6 +192,7 @@ def stacks(path: Path, data: Data, into: Stacks) -> None:
 
 KIND = ProbeKind(
     name=NAME,
+    explain=True,  # a user stack per wait, and the collector has no counters-only mode
     collector=True,
     driver=driver,
     check=lambda root: availability.collector_check(NAME, root),

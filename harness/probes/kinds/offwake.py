@@ -90,6 +90,7 @@ def stacks(path: Path, data: Data, into: Stacks) -> None:
 
 KIND = ProbeKind(
     name=NAME,
+    explain=True,  # two stacks per blocking
     collector=True,
     driver=driver,
     check=lambda root: availability.collector_check(NAME, root),

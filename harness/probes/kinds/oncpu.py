@@ -136,6 +136,7 @@ def stacks(path: Path, data: Data, into: Stacks) -> None:
 
 KIND = ProbeKind(
     name=NAME,
+    explain=True,  # perf sampling with stacks
     driver=driver,
     check=check,
     section=section,

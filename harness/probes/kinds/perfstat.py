@@ -131,6 +131,7 @@ def section(name: str, data: Data, console: Console) -> None:
 
 KIND = ProbeKind(
     name=NAME,
+    explain=True,  # a perf stat process per workload process
     driver=driver,
     check=check,
     section=section,
