@@ -1,4 +1,5 @@
-"""--probe-overhead with the real collectors on the timers workload."""
+"""--probe-overhead with the real collectors on the timers workload: sched is the measurement
+set, futex explain-only, so `all` is the explain set, run every round."""
 
 from __future__ import annotations
 
@@ -38,12 +39,12 @@ def test_each_cell_runs_without_probes_with_each_alone_and_with_all(
         variants = cell["probe_variants"]
         assert {key: len(results) for key, results in variants.items()} == {
             "none": 3,
-            "sched": 3,
             "futex": 3,
+            "all": 3,
         }
-        # The cell's own repeats are the ones with every probe, with per-op metrics.
+        # The cell's own repeats are the measurement ones (sched), with per-op metrics.
         assert len(cell["repeats"]) == 3
-        runs = {**variants, "all": cell["repeats"]}
+        runs = {**variants, "sched": cell["repeats"]}
         ops = {key: [r["ops_per_sec"] for r in results] for key, results in runs.items()}
         assert all(value > 0 for values in ops.values() for value in values), ops
         # Each ratio is the median of its variant's repeats over the median without probes
@@ -51,7 +52,7 @@ def test_each_cell_runs_without_probes_with_each_alone_and_with_all(
         for key, ratio in ratios.items():
             expected = statistics.median(ops[key]) / statistics.median(ops["none"])
             assert ratio == pytest.approx(expected, rel=1e-12), (key, ops)
-        assert cell["summary"]["ops_per_sec"]["median"] == statistics.median(ops["all"])
+        assert cell["summary"]["ops_per_sec"]["median"] == statistics.median(ops["sched"])
         # Paired by round: every round ran every probe set, in order.
         assert cell["probe_rounds"] == {key: [1, 2, 3] for key in ("none", "sched", "futex", "all")}
         for key, paired in cell["probe_overhead_paired"].items():
@@ -83,7 +84,10 @@ def test_each_cell_runs_without_probes_with_each_alone_and_with_all(
     assert set(doc["probe_overhead_paired"]) == {"sched", "futex", "all"}
     assert doc["probe_overhead_paired"]["all"]["n"] == 6
     assert "none concurrency=64 [probes: futex]" in done.stderr
-    # Only the cell's own repeats keep raw probe files.
+    # Only the measurement and explain repeats keep raw probe files: sched's of the first,
+    # futex's of the second.
     run_dir = Path(harness_env["HARNESS_RESULTS"]) / "runs" / doc["run_id"]
-    assert len(list(run_dir.glob("probes/**/*.json"))) == 12  # 2 cells x 3 repeats x 2 probes
+    assert len(list(run_dir.glob("probes/*/*/r*-sched.json"))) == 6  # 2 cells x 3 repeats
+    assert len(list(run_dir.glob("probes/*/*/explain/r*-futex.json"))) == 6
+    assert len(list(run_dir.glob("probes/**/*.json"))) == 12
     assert not list(run_dir.glob("probes/**/overhead-*"))
