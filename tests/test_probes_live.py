@@ -110,33 +110,42 @@ def test_a_timers_run_gets_per_op_metrics_from_the_collectors(bpf_env: dict[str,
             str(WINDOW_WARMUP_S),
             "--repeat",
             "2",
+            "--explain-repeats",
+            "2",
         ],
         bpf_env,
     )
     assert doc["status"] == "complete"
     run_dir = Path(bpf_env["HARNESS_RESULTS"]) / "runs" / doc["run_id"]
+    futex_metrics = ("futex_waits_per_op", "futex_wait_ns_per_op")
     for cell in doc["cells"]:
-        for result in cell["repeats"]:
+        # sched on the measurement repeats; futex, explain-only, on the explain repeats (both
+        # rounds), which carry sched too.
+        explained = cell["probe_variants"]["all"]
+        for result in cell["repeats"] + explained:
             for name in (
                 "ctx_switches_per_op",
                 "voluntary_switches_per_op",
                 "wakeups_per_op",
                 "offcpu_ns_per_op",
-                "futex_waits_per_op",
-                "futex_wait_ns_per_op",
+                *(futex_metrics if result in explained else ()),
             ):
                 assert result[name] > 0, (cell["id"], name)
+            assert not set(futex_metrics) & set(result) or result in explained
             assert result["ctx_switches_per_op"] >= result["voluntary_switches_per_op"]
             runq = result["runq_latency_ns"]
             assert 0 < runq["p50"] <= runq["p99"]
         assert cell["summary"]["ctx_switches_per_op"]["n"] == 2
         assert cell["summary"]["runq_latency_ns.p99"]["n"] == 2
-        for name in ("sched", "futex"):
+        for name, folder, results in (
+            ("sched", "", cell["repeats"]),
+            ("futex", "explain/", explained),
+        ):
             probe = cell["probes"][name]
             assert probe["lost_events"] == 0
             assert len(probe["paths"]) == 2
             for k, entry in enumerate(probe["repeats"], start=1):
-                assert entry["path"] == f"probes/{cell['id']}/r{k}-{name}.json"
+                assert entry["path"] == f"probes/{cell['id']}/{folder}r{k}-{name}.json"
                 raw = json.loads((run_dir / entry["path"]).read_text())
                 assert raw["probe"] == name and raw["lost_events"] == 0
                 # The window is the measured second, not the warm-up or the set-up, nor cut
@@ -145,14 +154,15 @@ def test_a_timers_run_gets_per_op_metrics_from_the_collectors(bpf_env: dict[str,
                 # the window is the measured one plus the second delay less the first. One
                 # that also counted the warm-up would be longer by all of it.
                 window_s = raw["window_ns"] / 1e9
-                measured_s = cell["repeats"][k - 1]["duration_s"]
+                measured_s = results[k - 1]["duration_s"]
                 assert measured_s / 2 < window_s < measured_s + WINDOW_WARMUP_S, (
                     window_s,
                     measured_s,
                 )
                 assert entry["totals"] == raw["totals"]
-    for label in ("ctx sw/op", "wakeups/op", "futex wait/op", "off-CPU/op"):
+    for label in ("ctx sw/op", "wakeups/op", "off-CPU/op"):
         assert label in table
+    assert "futex wait/op" not in table  # the explain repeats' figure, in report.html
 
 
 def test_probe_a_running_process(bpf_env: dict[str, str], gil_fight: int) -> None:
@@ -280,7 +290,9 @@ def test_bpftrace_scripts_in_a_run(bpf_env: dict[str, str]) -> None:
     )
     (cell,) = doc["cells"]
     (entry,) = cell["probes"]["bt:syscalls_per_op"]["repeats"]
-    ops = cell["repeats"][0]["ok"]
+    # A script is explain-only: it ran on the explain repeat, divided by that repeat's ops.
+    (explained,) = cell["probe_variants"]["bt:syscalls_per_op"]
+    ops = explained["ok"]
     assert entry["diff"]["@total"] > 0
     assert entry["per_op"]["@total"] == pytest.approx(entry["diff"]["@total"] / ops)
     # The tokio client talks to its server over sockets and parks its workers on futexes.
