@@ -96,7 +96,7 @@ const char *attach_mode_name(enum attach_mode mode)
 
 void parse_args(int argc, char **argv, const char *prog, unsigned int opts, struct env *env)
 {
-	enum { O_PID = 1, O_NOW, O_DURATION, O_OUT, O_TOP, O_ATTACH, O_STATS, O_VERBOSE, O_HELP };
+	enum { O_PID = 1, O_NOW, O_DURATION, O_OUT, O_TOP, O_ATTACH, O_STATS, O_VERBOSE, O_NO_STACKS, O_HELP };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, O_PID },
 		{ "now", no_argument, NULL, O_NOW },
@@ -106,6 +106,7 @@ void parse_args(int argc, char **argv, const char *prog, unsigned int opts, stru
 		{ "attach", required_argument, NULL, O_ATTACH },
 		{ "stats", no_argument, NULL, O_STATS },
 		{ "verbose", no_argument, NULL, O_VERBOSE },
+		{ "no-stacks", no_argument, NULL, O_NO_STACKS },
 		{ "help", no_argument, NULL, O_HELP },
 		{},
 	};
@@ -169,6 +170,11 @@ void parse_args(int argc, char **argv, const char *prog, unsigned int opts, stru
 			break;
 		case O_VERBOSE:
 			env->verbose = true;
+			break;
+		case O_NO_STACKS:
+			if (!(opts & OPT_NO_STACKS))
+				bad_args("unknown option --no-stacks");
+			env->no_stacks = true;
 			break;
 		case O_HELP:
 			printf("usage: %s\n", usage_line);

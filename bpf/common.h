@@ -32,11 +32,13 @@ struct env {
 	enum attach_mode attach;
 	bool stats;
 	bool verbose;
+	bool no_stacks;
 };
 
 /* Options only some collectors take. */
 #define OPT_TOP (1U << 0)
 #define OPT_ATTACH_TRACEPOINT (1U << 1)
+#define OPT_NO_STACKS (1U << 2)
 
 /* Parses argv; on bad arguments prints one line and exits 2. */
 void parse_args(int argc, char **argv, const char *prog, unsigned int opts, struct env *env);

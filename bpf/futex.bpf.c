@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Futex waits of a set of processes: per process and operation (count, time,
- * log2 histogram, failures by errno) and per lock address and user stack
- * (futexctn's key), aggregated in the kernel. */
+ * log2 histogram, failures by errno) and, unless --no-stacks, per lock address
+ * and user stack (futexctn's key), aggregated in the kernel. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -43,6 +43,9 @@
 /* Syscall numbers for the raw sys_enter fallback, set by the loader. */
 const volatile long nr_futex = -1;
 const volatile long nr_futex_waitv = -1;
+/* Cleared by the loader for --no-stacks: the verifier then drops count_wait()
+ * and its bpf_get_stackid() call as dead code. */
+const volatile bool with_stacks = true;
 
 /* bpf_get_stackid() failures (the wait is still counted, under stack -1). */
 __u64 stack_errors;
@@ -256,7 +259,8 @@ static __always_inline int on_exit(void *ctx, long ret)
 	__sync_fetch_and_add(&ps->count, 1);
 	__sync_fetch_and_add(&ps->total_ns, delta);
 	__sync_fetch_and_add(&ps->hist[log2_slot(delta)], 1);
-	count_wait(ctx, pid_tgid >> 32, &start, delta);
+	if (with_stacks)
+		count_wait(ctx, pid_tgid >> 32, &start, delta);
 	return 0;
 }
 

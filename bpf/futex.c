@@ -336,6 +336,7 @@ static void write_result(struct json *j, const struct env *env, struct futex_bpf
 	json_end_array(j);
 	json_kv_u64(j, "window_ns", win->total_ns);
 	json_kv_u64(j, "lost_events", skel->bss->lost_events + prog_misses(skel->obj));
+	json_kv_bool(j, "stacks", !env->no_stacks);
 	json_kv_u64(j, "lost_stacks", skel->bss->stack_errors);
 
 	json_key(j, "processes");
@@ -373,6 +374,7 @@ static void write_result(struct json *j, const struct env *env, struct futex_bpf
 	}
 	json_end_array(j);
 
+	/* With --no-stacks there are no waits: "top" and "folded" stay empty. */
 	write_top(j, env, r);
 	write_folded(j, r);
 
@@ -420,7 +422,7 @@ int main(int argc, char **argv)
 	bool btf;
 	int err;
 
-	parse_args(argc, argv, "futex", OPT_TOP | OPT_ATTACH_TRACEPOINT, &env);
+	parse_args(argc, argv, "futex", OPT_TOP | OPT_ATTACH_TRACEPOINT | OPT_NO_STACKS, &env);
 	setup(&env);
 
 	/* The syscall tracepoints fire for futex calls only; without tracefs
@@ -444,6 +446,13 @@ int main(int argc, char **argv)
 	select_programs(skel, sys_mode, btf);
 	skel->rodata->nr_futex = SYS_futex;
 	skel->rodata->nr_futex_waitv = SYS_futex_waitv;
+	if (env.no_stacks) {
+		/* Counters only: the per-lock and stack maps are never written, so
+		 * they are created as small as the kernel allows. */
+		skel->rodata->with_stacks = false;
+		bpf_map__set_max_entries(skel->maps.waits, 1);
+		bpf_map__set_max_entries(skel->maps.stacks, 1);
+	}
 
 	err = futex_bpf__load(skel);
 	if (err)
@@ -459,11 +468,14 @@ int main(int argc, char **argv)
 	c.skel = skel;
 	c.env = &env;
 	c.syms = syms_new();
-	snapshot_targets(&c);
 	w.enabled = &skel->bss->enabled;
 	w.start_ns = &skel->bss->window_start_ns;
-	w.on_close = snapshot_targets;
-	w.ctx = &c;
+	/* The targets' symbols are read only for stacks to symbolize. */
+	if (!env.no_stacks) {
+		snapshot_targets(&c);
+		w.on_close = snapshot_targets;
+		w.ctx = &c;
+	}
 	run_window(&w, &env);
 	futex_bpf__detach(skel);
 

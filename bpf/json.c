@@ -122,6 +122,13 @@ void json_kv_u64(struct json *j, const char *key, __u64 v)
 	json_u64(j, v);
 }
 
+void json_kv_bool(struct json *j, const char *key, bool v)
+{
+	json_key(j, key);
+	json_value_prefix(j);
+	fputs(v ? "true" : "false", j->f);
+}
+
 
 void json_kv_hist(struct json *j, const char *key, const __u64 *slots, int nslots)
 {

@@ -27,6 +27,7 @@ void json_u64(struct json *j, __u64 v);
 
 void json_kv_string(struct json *j, const char *key, const char *s);
 void json_kv_u64(struct json *j, const char *key, __u64 v);
+void json_kv_bool(struct json *j, const char *key, bool v);
 /* A log2 histogram as an array of counts, trailing empty slots left out. */
 void json_kv_hist(struct json *j, const char *key, const __u64 *slots, int nslots);
 

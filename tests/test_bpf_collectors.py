@@ -515,6 +515,61 @@ def test_futex_window_gating(
     assert run.result["totals"]["failed_waits"] == 60
 
 
+def stackid_calls(prog_ids: set[int]) -> int:
+    """bpf_get_stackid calls in the programs' code as the verifier left it."""
+    calls = 0
+    for prog_id in prog_ids:
+        dump = subprocess.run(
+            ["bpftool", "prog", "dump", "xlated", "id", str(prog_id)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        calls += dump.stdout.count("bpf_get_stackid")
+    return calls
+
+
+def test_futex_no_stacks_counts_the_same(
+    collectors: Path, fixtures: dict[str, Path], tmp_path: Path, reap: list[LineProcess]
+) -> None:
+    """--no-stacks, attached to the same target beside a collector with stacks, counts the
+    same waits, failures and wakes, takes no stack (not even in its code) and says so."""
+    need(tool_problem("bpftool", "bpftool"))
+    target = Target(fixtures["locks"])
+    reap.append(target)
+    full = Collector("futex", [target.pid], tmp_path / "full.json", "--now")
+    reap.append(full)
+    lean = Collector("futex", [target.pid], tmp_path / "lean.json", "--now", "--no-stacks")
+    reap.append(lean)
+    lean_progs, _ = held_ids(lean.pid)
+    full_progs, _ = held_ids(full.pid)
+    assert stackid_calls(lean_progs) == 0
+    assert stackid_calls(full_progs) > 0  # the check would see the call if it were there
+    target.phase("contend")
+    target.phase("fail")
+    lean_run, full_run = lean.stop(), full.stop()
+    assert lean_run.rc == full_run.rc == 0
+    with_stacks, without = full_run.result, lean_run.result
+    assert (with_stacks["stacks"], without["stacks"]) == (True, False)
+    assert with_stacks["top"] and with_stacks["folded"]
+    assert without["top"] == without["folded"] == []
+    assert without["lost_stacks"] == 0
+
+    totals, lean_totals = with_stacks["totals"], without["totals"]
+    assert totals["waits"] >= 8 and totals["failed_waits"] == 60
+    for key in ("waits", "failed_waits", "wake_calls"):
+        assert lean_totals[key] == totals[key], (key, lean_totals, totals)
+    # The same waits, timed by each collector's own clock reads around them.
+    assert abs(lean_totals["wait_ns"] - totals["wait_ns"]) <= 0.01 * totals["wait_ns"]
+    (process,) = with_stacks["processes"]
+    (lean_process,) = without["processes"]
+    for op, stats in process["ops"].items():
+        lean_stats = lean_process["ops"][op]
+        assert (lean_stats["count"], lean_stats["failed"]) == (stats["count"], stats["failed"])
+        assert sum(lean_stats["hist_log2_ns"]) == sum(stats["hist_log2_ns"])
+
+
 # The storm fixture's calls per thread: ~1 s of events on this VM with the probes attached.
 STORM_FUTEX_CALLS = 2_000_000
 STORM_YIELDS = 1_000_000
@@ -674,9 +729,10 @@ def test_bad_arguments_exit_2(collectors: Path, tool: str, args: list[str]) -> N
     assert run.stderr.startswith(f"{tool}: ")
 
 
-def test_top_is_futex_only(collectors: Path) -> None:
+@pytest.mark.parametrize("option", ["--top=3", "--no-stacks"])
+def test_futex_only_options(collectors: Path, option: str) -> None:
     run = subprocess.run(
-        [str(collectors / "sched"), "--pid", "1", "--top", "3"],
+        [str(collectors / "sched"), "--pid", "1", option],
         capture_output=True,
         text=True,
         timeout=30,
