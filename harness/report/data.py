@@ -372,8 +372,9 @@ def _ratio_sentence(
     return text
 
 
-def findings(doc: Mapping[str, Any]) -> list[Finding]:
-    """Short statements computed from run.json only, most useful first."""
+def findings(doc: Mapping[str, Any], run_dir: Path | None = None) -> list[Finding]:
+    """Short statements computed from run.json (and the probes' files in run_dir), most
+    useful first."""
     cells = list(doc.get("cells") or [])
     config = doc.get("config") or {}
     baseline = config.get("baseline")
@@ -388,6 +389,11 @@ def findings(doc: Mapping[str, Any]) -> list[Finding]:
     status = str(doc.get("status"))
     if status != "complete":
         out.append([f"the run's status is {status}: figures cover the repeats that finished"])
+    # Why a strategy is slower than its baseline, from the probe data (report/mechanism.py;
+    # imported here: it builds on this module).
+    from harness.report import mechanism
+
+    out += mechanism.findings(doc, run_dir, name, metric)
 
     if metric is not None:
         groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}

@@ -1,0 +1,374 @@
+"""Findings that name the mechanism: why a strategy is slower than its baseline, from the
+probe data alone (docs/findings.md). One rule a function; each compares the slower cell of a
+pair with the faster one and says nothing unless the data's interval supports it.
+
+- wake-ups: wake-ups per op (sched, measurement repeats) and the off-wake graph's waker ->
+  wakee pair whose wake-ups per op grew most (offwake, explain repeats);
+- CPU: CPU per op and the on-CPU differential graph's top growth frames (`profile.grew`);
+- futex: futex wait per op (explain repeats) and the most waited-on stacks;
+- GC: GC cycles per second and the share of the window in GC pauses (measurement repeats).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.format.metrics import ratio_metric
+from harness.format.numbers import DASH, human, human_ratio, percent
+from harness.probes.kinds.futex import top_stacks
+from harness.probes.metrics import op_count
+from harness.report.data import (
+    Code,
+    Finding,
+    Labeller,
+    cell_comparison,
+    columns,
+    comparison_index,
+    comparisons,
+    finding_text,
+)
+from harness.rundoc.files import run_file
+from harness.stats import ALPHA, compare_samples, metric_values, params_key, smallest_p
+
+# Below these totals in the slower cell a rule says nothing: too few events to name a cause.
+MIN_PAIR_WAKEUPS = 100
+MIN_FUTEX_WAITS = 100
+MIN_GC_CYCLES = 5
+GROWTH_FRAMES = 3
+CPU_METRICS = ("client_cpu_ns_per_op", "cpu_ns_per_op")
+_THREAD_NUMBER = re.compile(r"\d+$")
+
+Values = list[float]
+Namer = Callable[[Mapping[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """A strategy slower than the other of its pair (one of them the baseline), by the
+    headline metric's interval."""
+
+    doc: Mapping[str, Any]
+    run_dir: Path | None
+    slow: Mapping[str, Any]
+    fast: Mapping[str, Any]
+    slow_name: str
+    fast_name: str
+
+    def says(self, text: str) -> Finding:
+        """`why A is slower than B: <text>`"""
+        return ["why ", Code(self.slow_name), " is slower than ", Code(self.fast_name), ": " + text]
+
+
+def supported(entry: Mapping[str, Any]) -> bool:
+    """The 95% interval of the ratio excludes 1, and the U test agrees where it can decide
+    (with 3 repeats a side it cannot: the interval alone then needs the samples apart)."""
+    low, high = entry.get("ci95_low"), entry.get("ci95_high")
+    if low is None or high is None or low <= 1 <= high:
+        return False
+    decidable = smallest_p(int(entry["n_baseline"]), int(entry["n_candidate"])) < ALPHA
+    return bool(entry.get("significant")) or not decidable
+
+
+def grew(fast: Values, slow: Values) -> dict[str, Any] | None:
+    """The comparison slow / fast when its interval says slow is higher; None otherwise.
+    A fast side of zeros has no ratio: then every slow value must be above every fast one."""
+    if len(fast) < 2 or len(slow) < 2:
+        return None
+    entry = compare_samples(fast, slow, None)
+    if entry["baseline_median"] == 0:
+        decidable = smallest_p(len(fast), len(slow)) < ALPHA
+        apart = min(slow) > max(fast) and (entry["significant"] or not decidable)
+        return entry if apart else None
+    return entry if supported(entry) and entry["ratio"] > 1 else None
+
+
+def ratio_clause(entry: Mapping[str, Any]) -> str:
+    if entry.get("ratio") is None:
+        return "every repeat above every one of the other"
+    low, high = human_ratio(entry["ci95_low"])[:-1], human_ratio(entry["ci95_high"])[:-1]
+    return f"{human_ratio(entry['ratio'])}, 95% CI {low}{DASH}{high}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the data is
+
+
+def explain_key(doc: Mapping[str, Any]) -> str | None:
+    return (doc.get("config") or {}).get("explain_set")
+
+
+def explain_repeats(doc: Mapping[str, Any], cell: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The repeats that carried the stack probes: the explain repeats, or every repeat in a
+    run from before the split."""
+    key = explain_key(doc)
+    if key is None:
+        return list(cell.get("repeats") or [])
+    return list((cell.get("probe_variants") or {}).get(key) or [])
+
+
+def explain_values(doc: Mapping[str, Any], cell: Mapping[str, Any], metric: str) -> Values:
+    return metric_values({"repeats": explain_repeats(doc, cell)}, metric)
+
+
+def ops_by_round(doc: Mapping[str, Any], cell: Mapping[str, Any]) -> dict[int, float]:
+    """Round (1-based) -> the op count of the repeat that carried the stack probes in it."""
+    key = explain_key(doc)
+    results = explain_repeats(doc, cell)
+    if key is None:
+        rounds = list(range(1, len(results) + 1))
+    else:
+        rounds = [int(r) for r in (cell.get("probe_rounds") or {}).get(key) or []]
+    out = {}
+    for round_, result in zip(rounds, results, strict=False):
+        ops = op_count(result)
+        if ops:
+            out[round_] = ops
+    return out
+
+
+def raw_files(
+    run_dir: Path | None, cell: Mapping[str, Any], probe: str
+) -> list[tuple[int, Mapping[str, Any]]]:
+    """(round, raw output) of each repeat of the probe whose file is in the run directory."""
+    if run_dir is None:
+        return []
+    out = []
+    for entry in ((cell.get("probes") or {}).get(probe) or {}).get("repeats") or []:
+        rel = entry.get("path")
+        if not rel or run_file(run_dir, str(rel)) is None:
+            continue
+        try:
+            data = json.loads((run_dir / str(rel)).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, Mapping):
+            out.append((int(entry.get("repeat") or 0), data))
+    return out
+
+
+def thread_group(comm: str) -> str:
+    """`event-exec-3` -> `event-exec-N`: the threads of one pool are one name."""
+    return _THREAD_NUMBER.sub("N", comm)
+
+
+PairCounts = list[tuple[Counter[tuple[str, str]], float]]
+
+
+def pair_counts(
+    doc: Mapping[str, Any], run_dir: Path | None, cell: Mapping[str, Any]
+) -> PairCounts:
+    """Per explain repeat: (waker, wakee) thread groups -> wake-ups, and the repeat's ops.
+    From the off-wake stacks: wakee comm first, waker comm last; a blocking not ended by
+    another thread (a `[...]` waker) is no wake-up."""
+    ops = ops_by_round(doc, cell)
+    out: PairCounts = []
+    for round_, data in raw_files(run_dir, cell, "offwake"):
+        if round_ not in ops:
+            continue
+        pairs: Counter[tuple[str, str]] = Counter()
+        for stack in data.get("stacks") or []:
+            frames = str(stack.get("folded") or "").split(";")
+            if len(frames) < 2 or frames[-1].startswith("["):
+                continue
+            key = (thread_group(frames[-1]), thread_group(frames[0]))
+            pairs[key] += int(stack.get("count") or 0)
+        out.append((pairs, ops[round_]))
+    return out
+
+
+def pair_rate(repeats: PairCounts, pair: tuple[str, str]) -> Values:
+    return [pairs[pair] / ops for pairs, ops in repeats]
+
+
+# ---------------------------------------------------------------------------------------------
+# The rules
+
+
+def wakeups_rule(c: Contrast) -> Finding | None:
+    """More wake-ups per op, and the waker -> wakee pair that grew most."""
+    entry = grew(metric_values(c.fast, "wakeups_per_op"), metric_values(c.slow, "wakeups_per_op"))
+    if entry is None:
+        return None
+    out = c.says(
+        f"the client's threads are woken {human(entry['candidate_median'])} times per op vs "
+        f"{human(entry['baseline_median'])} ({ratio_clause(entry)})"
+    )
+    slow, fast = pair_counts(c.doc, c.run_dir, c.slow), pair_counts(c.doc, c.run_dir, c.fast)
+    totals: Counter[tuple[str, str]] = sum((pairs for pairs, _ in slow), Counter())
+    growth = {
+        pair: float(np.median(pair_rate(slow, pair)) - np.median(pair_rate(fast, pair) or [0.0]))
+        for pair, total in totals.items()
+        if total >= MIN_PAIR_WAKEUPS
+    }
+    if not growth or max(growth.values()) <= 0:
+        return out
+    pair = min(growth, key=lambda p: (-growth[p], p))
+    before, after = pair_rate(fast, pair), pair_rate(slow, pair)
+    if not before:
+        return out  # the other cell has no off-wake stacks to compare with
+    if min(len(before), len(after)) >= 2:
+        more = grew(before, after)
+        if more is None:
+            return out  # the pair's rates are not apart from the other cell's
+        how = ratio_clause(more)
+    else:
+        how = "one explain repeat a side: no interval"
+    waker, wakee = pair
+    return [
+        *out,
+        "; most of the extra wake-ups: ",
+        Code(waker),
+        " threads waking ",
+        Code(wakee),
+        f" threads, {human(float(np.median(after)))} per op vs "
+        f"{human(float(np.median(before)))} ({how}; off-wake graph)",
+    ]
+
+
+def cpu_rule(c: Contrast) -> Finding | None:
+    """More CPU per op, and the frames whose share of the client's samples grew most."""
+    for metric in CPU_METRICS:
+        entry = grew(metric_values(c.fast, metric), metric_values(c.slow, metric))
+        if entry is not None:
+            break
+    else:
+        return None
+    who = "the client's" if metric.startswith("client") else "its"
+    out = c.says(
+        f"{who} CPU per op is {human(entry['candidate_median'], time_ns=True)} vs "
+        f"{human(entry['baseline_median'], time_ns=True)} ({ratio_clause(entry)})"
+    )
+    profile = c.slow.get("profile") or {}
+    if profile.get("diff_baseline") != c.fast.get("id"):
+        return out  # the differential graph is drawn the other way round (or not at all)
+    frames = [g for g in profile.get("grew") or [] if float(g.get("delta") or 0) > 0]
+    if frames:
+        out.append("; the on-CPU differential graph's top growth (self share of the samples): ")
+        for i, g in enumerate(frames[:GROWTH_FRAMES]):
+            out += [", " if i else "", Code(str(g.get("frame")))]
+            out.append(
+                f" {percent(float(g.get('baseline_share') or 0))} → "
+                f"{percent(float(g.get('share') or 0))}"
+            )
+    return out
+
+
+def futex_rule(c: Contrast) -> Finding | None:
+    """More futex wait per op, and the stacks that waited most often."""
+    metric = "futex_wait_ns_per_op"
+    entry = grew(explain_values(c.doc, c.fast, metric), explain_values(c.doc, c.slow, metric))
+    if entry is None:
+        return None
+    probe = (c.slow.get("probes") or {}).get("futex") or {}
+    if int((probe.get("totals") or {}).get("waits") or 0) < MIN_FUTEX_WAITS:
+        return None
+    out = c.says(
+        f"it waits {human(entry['candidate_median'], time_ns=True)} per op in futex waits vs "
+        f"{human(entry['baseline_median'], time_ns=True)} ({ratio_clause(entry)})"
+    )
+    if c.run_dir is None:
+        return out
+    stacks, _ = top_stacks(c.run_dir, probe, limit=1_000_000)
+    waits = sum(s.waits for s in stacks)
+    # By waits, not wait time: a thread parked for the whole window is one long wait, idle.
+    top = sorted(stacks, key=lambda s: (-s.waits, s.folded))[:2]
+    if waits and top:
+        out.append("; most waits in ")
+        for i, s in enumerate(top):
+            out += [" and in " if i else "", Code(s.short()), f" ({percent(s.waits / waits)})"]
+    return out
+
+
+def gc_rule(c: Contrast) -> Finding | None:
+    """More GC cycles per second of the window, with the share of it in GC pauses."""
+    window_s = float((c.doc.get("config") or {}).get("duration_s") or 0)
+    if window_s <= 0:
+        return None
+
+    def per_s(cell: Mapping[str, Any], metric: str) -> Values:
+        return [v / window_s for v in metric_values(cell, metric)]
+
+    slow_cycles = per_s(c.slow, "gc_cycles")
+    if sum(slow_cycles) * window_s < MIN_GC_CYCLES:
+        return None
+    entry = grew(per_s(c.fast, "gc_cycles"), slow_cycles)
+    if entry is None:
+        return None
+    out = c.says(
+        f"the GC runs {human(entry['candidate_median'])} cycles/s vs "
+        f"{human(entry['baseline_median'])} ({ratio_clause(entry)})"
+    )
+    pause = "gc_pause_ns.total"
+    slow_pause, fast_pause = per_s(c.slow, pause), per_s(c.fast, pause)
+    if slow_pause and fast_pause:
+        out.append(
+            f", GC pauses {percent(float(np.median(slow_pause)) / 1e9)} of the time vs "
+            f"{percent(float(np.median(fast_pause)) / 1e9)}"
+        )
+    return out
+
+
+RULES: tuple[Callable[[Contrast], Finding | None], ...] = (
+    wakeups_rule,
+    cpu_rule,
+    futex_rule,
+    gc_rule,
+)
+
+
+def contrasts(
+    doc: Mapping[str, Any], run_dir: Path | None, name: Namer, metric: str | None
+) -> list[Contrast]:
+    """Each strategy against the baseline of its scenario and params, where the headline
+    metric's interval says which of the two is slower."""
+    baseline = (doc.get("config") or {}).get("baseline")
+    if metric is None or baseline is None:
+        return []
+    cells = list(doc.get("cells") or [])
+    index = comparison_index(comparisons(doc, metric))
+    bases = {
+        (c.get("scenario"), params_key(c.get("params"))): c
+        for c in cells
+        if c.get("strategy") == baseline
+    }
+    out = []
+    for cell in cells:
+        base = bases.get((cell.get("scenario"), params_key(cell.get("params"))))
+        entry = cell_comparison(index, cell, metric)
+        if base is None or base is cell or entry is None or entry.get("better") is None:
+            continue
+        if entry.get("n_baseline") is None or not supported(entry):
+            continue
+        higher = float(entry["ci95_low"]) > 1
+        cell_slower = higher != (entry["better"] == "higher")
+        slow, fast = (cell, base) if cell_slower else (base, cell)
+        out.append(Contrast(doc, run_dir, slow, fast, name(slow), name(fast)))
+    return out
+
+
+def findings(
+    doc: Mapping[str, Any], run_dir: Path | None, name: Namer, metric: str | None
+) -> list[Finding]:
+    """Every rule on every contrast, in the rules' order."""
+    out = []
+    for contrast in contrasts(doc, run_dir, name, metric):
+        for rule in RULES:
+            finding = rule(contrast)
+            if finding is not None:
+                out.append(finding)
+    return out
+
+
+def terminal_lines(doc: Mapping[str, Any], run_dir: Path) -> list[str]:
+    """The same findings as the reports', in plain text, for `harness run`'s summary."""
+    cells = list(doc.get("cells") or [])
+    metric = ratio_metric(doc, columns(doc, cells)[0])
+    return [finding_text(f) for f in findings(doc, run_dir, Labeller(cells), metric)]
