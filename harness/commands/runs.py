@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from harness import tables
 from harness.commands import consoles
@@ -16,7 +17,7 @@ from harness.commands.parsing import EXIT_INTERRUPTED
 from harness.errors import BadInput
 from harness.hostinfo import collect_host, git_info
 from harness.paths import REPO_ROOT
-from harness.report import write_all
+from harness.report import mechanism, write_all
 from harness.results import RunRecord
 from harness.run.lifetime import open_confinement, workload_binaries
 from harness.run.plan import Plan
@@ -80,7 +81,10 @@ def run_plan(
             confinement.close(finished=False)  # a run left `running` is marked abandoned
             raise
         confinement.close()
-    tables.print_run(jsonfile.as_json(record.run), table_console)
+    doc = jsonfile.as_json(record.run)
+    tables.print_run(doc, table_console)
+    for line in mechanism.terminal_lines(doc, record.run_dir):  # the reports' first findings
+        table_console.print(Text(line, style="bold"))
     for path in reports:
         print(f"{path.name}: {path}", file=sys.stderr if table_console.stderr else sys.stdout)
     return record, status

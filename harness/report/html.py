@@ -267,7 +267,7 @@ class Page:
 
     def findings(self) -> None:
         self.add('<section id="findings"><h2>Findings</h2><ul>')
-        for finding in data.findings(self.doc):
+        for finding in data.findings(self.doc, self.run_dir):
             self.add(f"<li>{inline(finding)}</li>")
         self.add("</ul></section>")
 

@@ -111,7 +111,7 @@ class Summary:
             self.table(group)
         self.add(text(self.legend()), "")
         self.add("### Findings", "")
-        self.add(*(f"- {inline(f)}" for f in data.findings(doc)), "")
+        self.add(*(f"- {inline(f)}" for f in data.findings(doc, self.run_dir)), "")
         self.flame_links()
         return "\n".join(self.lines).rstrip() + "\n"
 
