@@ -1,0 +1,127 @@
+"""The findings that name the mechanism (harness/report/mechanism.py), pinned on run
+directories recorded on the 2-core VM and trimmed to what the rules read
+(tests/fixtures/findings/README.md says which command made each)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.report import data, mechanism
+
+pytestmark = pytest.mark.unit
+
+FIXTURES = Path(__file__).parent / "fixtures" / "findings"
+WHY = "why event-executor is slower than none: "
+
+
+def load(name: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((FIXTURES / name / "run.json").read_text())
+    return doc
+
+
+def texts(doc: dict[str, Any], name: str) -> list[str]:
+    return [data.finding_text(f) for f in data.findings(doc, FIXTURES / name)]
+
+
+def cell(doc: dict[str, Any], strategy: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(c for c in doc["cells"] if c["strategy"] == strategy)
+    return found
+
+
+def test_timers_first_findings_name_the_event_executor_wake_ups() -> None:
+    said = texts(load("timers"), "timers")
+    assert said[0].startswith(WHY + "the client's threads are woken 0.0763 times per op vs 0.00774")
+    assert "timers-client threads waking event-exec-N threads, 0.022 per op vs 0" in said[0]
+    assert said[1].startswith(WHY + "the client's CPU per op is 3.72µs vs 542.9ns")
+    assert "timer_engines::event_executor::scheduled_heap::ScheduledHeap<T>::remove_at" in said[1]
+    assert said[2].startswith(WHY + "it waits 7.30µs per op in futex waits vs 3.07µs")
+    assert "timer_engines::task_queue::TaskQueue<E>::wait" in said[2]
+    # The plain ratio findings follow the mechanism.
+    assert said[3].startswith("event-executor: 0.47")
+
+
+def test_no_mechanism_where_the_strategies_are_not_apart() -> None:
+    """tokio-timeout's ops/s interval against none (0.83-1.15) contains 1: nothing is said."""
+    said = texts(load("timers"), "timers")
+    assert said[0].startswith(WHY)  # the rules ran on this run
+    assert not any(s.startswith("why tokio-timeout") or "than tokio-timeout" in s for s in said)
+
+
+def test_silent_when_the_headline_comparison_is_not_supported() -> None:
+    doc = load("timers")
+    assert texts(doc, "timers")[0].startswith(WHY)
+    for entry in doc["comparisons"]:
+        if entry["candidate"] == "event-executor":
+            entry["ci95_high"] = 1.02  # the ops/s interval now reaches 1
+    assert not any(s.startswith("why ") for s in texts(doc, "timers"))
+
+
+def test_wake_up_rule_silent_when_its_interval_reaches_one() -> None:
+    """The same run with event-executor's wake-ups per op overlapping none's: no wake-up
+    finding; the CPU and futex findings stay."""
+    doc = load("timers")
+    base = [r["wakeups_per_op"] for r in cell(doc, "none")["repeats"]]
+    for r, value in zip(cell(doc, "event-executor")["repeats"], base, strict=True):
+        r["wakeups_per_op"] = value * 1.01
+    said = [s for s in texts(doc, "timers") if s.startswith("why ")]
+    assert [s.split(": ")[1].split(" ")[:3] for s in said] == [
+        ["the", "client's", "CPU"],
+        ["it", "waits", "7.30µs"],
+    ]
+
+
+def test_pair_clause_needs_the_pairs_rates_apart(tmp_path: Path) -> None:
+    """Wake-ups per op apart, but in one explain repeat the top pair's wake-ups are as few as
+    in the other cell: the finding stays, the pair is not named."""
+    run = tmp_path / "timers"
+    shutil.copytree(FIXTURES / "timers", run)
+    doc = load("timers")
+    slow = cell(doc, "event-executor")
+    raw_path = run / slow["probes"]["offwake"]["repeats"][0]["path"]
+    raw = json.loads(raw_path.read_text())
+    raw["stacks"] = [s for s in raw["stacks"] if not s["folded"].startswith("event-exec")]
+    raw_path.write_text(json.dumps(raw))
+    said = [data.finding_text(f) for f in data.findings(doc, run)]
+    assert said[0].startswith(WHY + "the client's threads are woken")
+    assert "waking" not in said[0]
+
+
+def test_futex_rule_needs_enough_waits() -> None:
+    doc = load("timers")
+    slow = cell(doc, "event-executor")
+    slow["probes"]["futex"]["totals"]["waits"] = mechanism.MIN_FUTEX_WAITS - 1
+    c = mechanism.Contrast(doc, FIXTURES / "timers", slow, cell(doc, "none"), "e", "n")
+    assert mechanism.futex_rule(c) is None
+
+
+def test_terminal_lines_are_the_reports_first_findings() -> None:
+    doc = load("timers")
+    lines = mechanism.terminal_lines(doc, FIXTURES / "timers")
+    assert len(lines) == 3
+    assert lines == texts(doc, "timers")[:3]
+
+
+@pytest.mark.parametrize(
+    ("comm", "group"),
+    [
+        ("event-exec-12", "event-exec-N"),
+        ("timers-client", "timers-client"),
+        ("G1 Conc#0", "G1 Conc#N"),
+    ],
+)
+def test_thread_group(comm: str, group: str) -> None:
+    assert mechanism.thread_group(comm) == group
+
+
+def test_supported_needs_the_interval_apart_and_the_test_where_it_can_decide() -> None:
+    three = {"n_baseline": 3, "n_candidate": 3, "significant": False}
+    assert mechanism.supported({**three, "ci95_low": 1.2, "ci95_high": 2.0})
+    assert not mechanism.supported({**three, "ci95_low": 0.9, "ci95_high": 2.0})
+    six = {"n_baseline": 6, "n_candidate": 6, "significant": False}
+    assert not mechanism.supported({**six, "ci95_low": 1.2, "ci95_high": 2.0})
+    assert mechanism.supported({**six, "significant": True, "ci95_low": 1.2, "ci95_high": 2.0})
