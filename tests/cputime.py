@@ -26,6 +26,20 @@ def cpu_ns(pid: int) -> int:
     return total
 
 
+def steal_ns() -> int:
+    """The machine's steal time so far, all CPUs together (/proc/stat), in ns: time a vCPU was
+    runnable but the hypervisor ran something else. A task's run time leaves it out (paravirt
+    steal accounting) while wall-clock timers, perf's cpu-clock among them, count it."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    assert fields[0] == "cpu", fields
+    return int(fields[8]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+def clock_tick_ns() -> int:
+    """The unit of /proc/stat's times, in ns."""
+    return 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
 def wait_for_cpu(pid: int, since_ns: int, wanted_ns: int, timeout: float = 120) -> int:
     """Waits until `pid` has had `wanted_ns` of CPU time since its total was `since_ns`;
     returns the total then. `timeout` only stops a fixture that gets no CPU at all."""
