@@ -66,7 +66,7 @@ def _when(stamp: str) -> datetime:
 def test_the_step_count_is_what_the_runner_runs(harness_env: dict[str, str]) -> None:
     suite = suite_at(FIXTURES / "sleepy")
     description = describe(suite)
-    for probes in ("none", "sched", "offwake", "sched,futex,oncpu"):
+    for probes in ("none", "sched", "futex", "offwake", "sched,futex,oncpu"):
         for measure in (False, True):
             for asked in (None, 1, 3):
                 plan = build_plan(

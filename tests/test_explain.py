@@ -5,12 +5,13 @@ perturbation they cause (docs/probes.md)."""
 from __future__ import annotations
 
 import json
+import os
 import statistics
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, only_run, run_harness, sleepy_log
+from conftest import FIXTURES, only_run, run_harness, runs_dir, sleepy_log
 from rich.console import Console
 from rundocs import cell, run, schema_problems
 from sqlalchemy import select
@@ -19,7 +20,9 @@ from harness import tables
 from harness.format.numbers import DASH, TIMES
 from harness.history.db import connect
 from harness.history.schema import points, samples, series
-from harness.probes import overhead_pairs
+from harness.probes import collector, overhead_pairs
+from harness.probes.session import ProbeSession
+from harness.probes.spec import parse_probes
 from harness.suites import load_suite
 
 pytestmark = pytest.mark.unit
@@ -116,8 +119,71 @@ def test_zero_explain_repeats_leave_out_the_explain_probes_all_brought(
     done = run_harness([*args, "--explain-repeats", "0", "--duration-s", "0.05"], harness_env)
     assert done.returncode == 0, done.stderr
     config = only_run(harness_env)["config"]
-    assert config["probes"] == ["sched", "gc"] and config["explain_repeats"] == 0
+    # futex is not explain-only: it stays, counters only (--no-stacks) on every repeat.
+    assert config["probes"] == ["sched", "futex", "gc"] and config["explain_repeats"] == 0
     assert "explain_set" not in config
+
+
+def test_futex_runs_on_the_measurement_repeats_and_keeps_the_explain_repeats_record(
+    harness_env: dict[str, str], tmp_path: Path
+) -> None:
+    """futex runs counters-only on the measurement repeats (its wait/op is a figure) and with
+    stacks on the explain repeats, whose record the cell keeps; without explain repeats it
+    runs on the measurement repeats alone and keeps theirs."""
+    env = {**harness_env, "HARNESS_BPF_BUILD": str(tmp_path / "no-collectors")}
+    args = ["run", "sleepy", "--strategies", "slow", "--repeat", "3", "--probes", "futex"]
+    args += ["--duration-s", "0.05", "--warmup-s", "0"]
+    done = run_harness(args, env)
+    assert done.returncode == 0, done.stderr
+    doc = only_run(env)
+    assert schema_problems(doc) == []
+    config = doc["config"]
+    assert (config["measurement_probes"], config["measurement_set"]) == (["futex"], "futex")
+    # The explain set has the same probes: its key is `explain`, apart from the measurement's.
+    assert (config["explain_repeats"], config["explain_set"]) == (1, "explain")
+    (only,) = doc["cells"]
+    assert only["probe_rounds"] == {"explain": [2], "futex": [1, 2, 3]}
+    assert [r["repeat"] for r in only["probes"]["futex"]["repeats"]] == [2]
+
+    zero = run_harness([*args, "--explain-repeats", "0"], env)
+    assert zero.returncode == 0, zero.stderr
+    doc = max((json.loads(p.read_text()) for p in runs_dir(env).glob("*/run.json")), key=ids)
+    assert doc["config"]["measurement_probes"] == ["futex"] and "explain_set" not in doc["config"]
+    (only,) = doc["cells"]
+    assert [r["repeat"] for r in only["probes"]["futex"]["repeats"]] == [1, 2, 3]
+
+
+def ids(doc: dict[str, Any]) -> str:
+    return str(doc["run_id"])
+
+
+def test_the_measurement_repeats_run_futex_counters_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kind's measurement_args reach its collector's command line on measurement repeats
+    only: futex --no-stacks; sched has none."""
+    build = tmp_path / "build"
+    build.mkdir()
+    for name in ("futex", "sched"):
+        # A stand-in collector: writes its arguments and says it is attached.
+        script = build / name
+        script.write_text(
+            f'#!/bin/sh\necho "$@" > {tmp_path}/{name}.args\necho \'{{"event":"attached"}}\'\n'
+        )
+        script.chmod(0o755)
+    monkeypatch.setenv("HARNESS_BPF_BUILD", str(build))
+    monkeypatch.setattr(collector, "collector_problem", lambda name: None)
+    specs = parse_probes("sched,futex")
+    for measurement in (True, False):
+        session = ProbeSession(specs, tmp_path / "raw", 1, None, measurement=measurement)
+        session.on_ready([os.getpid()])
+        session.on_measure_start()
+        session.on_measure_end()
+        session.close()
+        futex = (tmp_path / "futex.args").read_text().split()
+        sched = (tmp_path / "sched.args").read_text().split()
+        assert futex[:2] == ["--pid", str(os.getpid())] and futex[2] == "--out"
+        assert ("--no-stacks" in futex) is measurement and "--no-stacks" not in sched
 
 
 def test_suite_toml_sets_the_explain_repeats_of_a_matrix(tmp_path: Path) -> None:

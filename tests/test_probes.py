@@ -299,31 +299,43 @@ def test_the_cell_record_keeps_paths_totals_and_reasons(tmp_path: Path) -> None:
 
 
 def test_overhead_variants_and_ratios() -> None:
-    sched, futex = parse_probes("sched,futex")
-    # futex's stacks make it explain-only: the cell's repeats carry sched, the explain set all.
-    assert overhead.variants((sched, futex), overhead=False) == [
-        ("all", (sched, futex), True),
-        ("sched", (sched,), False),
+    sched, futex, offwake = parse_probes("sched,futex,offwake")
+    # offwake's stacks make it explain-only: the cell's repeats carry sched and futex (lean),
+    # the explain set all.
+    assert overhead.variants((sched, futex, offwake), overhead=False, explain=True) == [
+        ("all", (sched, futex, offwake), True),
+        ("sched+futex", (sched, futex), False),
+    ]
+    # futex is lean on the measurement repeats, in full on the explain ones: same probes,
+    # told apart by the explain set's key.
+    assert overhead.variants((sched, futex), overhead=False, explain=True) == [
+        ("explain", (sched, futex), True),
+        ("all", (sched, futex), False),
+    ]
+    # Without explain repeats there is no explain set.
+    assert overhead.variants((sched, futex), overhead=False, explain=False) == [
+        ("all", (sched, futex), False),
     ]
     # --probe-overhead: sched alone is the measurement set, not run twice a round.
-    assert [(v.key, v.explain) for v in overhead.variants((sched, futex), overhead=True)] == [
+    variants = overhead.variants((sched, offwake), overhead=True, explain=True)
+    assert [(v.key, v.explain) for v in variants] == [
         ("none", False),
-        ("futex", False),
+        ("offwake", False),
         ("all", True),
         ("sched", False),
     ]
-    assert overhead.variants((sched,), overhead=True) == [
+    assert overhead.variants((sched,), overhead=True, explain=False) == [
         ("none", (), False),
         ("sched", (sched,), False),
     ]
     # Only explain-only probes: the measurement repeats run without any, and are `none`.
-    (offwake,) = parse_probes("offwake")
-    assert overhead.variants((offwake,), overhead=True) == [
+    assert overhead.variants((offwake,), overhead=True, explain=True) == [
         ("offwake", (offwake,), True),
         ("none", (), False),
     ]
     everything = parse_probes("all")
-    assert [v.key for v in overhead.variants(everything, overhead=False)] == ["all", "sched+gc"]
+    keys = [v.key for v in overhead.variants(everything, overhead=False, explain=True)]
+    assert keys == ["all", "sched+futex+gc"]
     runs = {"none": [{"ops_per_sec": 100}, {"ops_per_sec": 120}], "sched": [{"ops_per_sec": 99}]}
     assert overhead.cell_overhead(runs) == {"sched": 0.9}
     cells = [{"probe_overhead": {"sched": 0.5}}, {"probe_overhead": {"sched": 2.0}}]

@@ -117,24 +117,24 @@ def test_a_timers_run_gets_per_op_metrics_from_the_collectors(bpf_env: dict[str,
     )
     assert doc["status"] == "complete"
     run_dir = Path(bpf_env["HARNESS_RESULTS"]) / "runs" / doc["run_id"]
-    futex_metrics = ("futex_waits_per_op", "futex_wait_ns_per_op")
     for cell in doc["cells"]:
-        # sched on the measurement repeats; futex, explain-only, on the explain repeats (both
-        # rounds), which carry sched too.
-        explained = cell["probe_variants"]["all"]
+        # sched and futex (counters only) on the measurement repeats; both on the explain
+        # repeats (both rounds), futex with its stacks.
+        explained = cell["probe_variants"]["explain"]
         for result in cell["repeats"] + explained:
             for name in (
                 "ctx_switches_per_op",
                 "voluntary_switches_per_op",
                 "wakeups_per_op",
                 "offcpu_ns_per_op",
-                *(futex_metrics if result in explained else ()),
+                "futex_waits_per_op",
+                "futex_wait_ns_per_op",
             ):
                 assert result[name] > 0, (cell["id"], name)
-            assert not set(futex_metrics) & set(result) or result in explained
             assert result["ctx_switches_per_op"] >= result["voluntary_switches_per_op"]
             runq = result["runq_latency_ns"]
             assert 0 < runq["p50"] <= runq["p99"]
+        assert cell["summary"]["futex_wait_ns_per_op"]["n"] == 2
         assert cell["summary"]["ctx_switches_per_op"]["n"] == 2
         assert cell["summary"]["runq_latency_ns.p99"]["n"] == 2
         for name, folder, results in (
@@ -148,6 +148,8 @@ def test_a_timers_run_gets_per_op_metrics_from_the_collectors(bpf_env: dict[str,
                 assert entry["path"] == f"probes/{cell['id']}/{folder}r{k}-{name}.json"
                 raw = json.loads((run_dir / entry["path"]).read_text())
                 assert raw["probe"] == name and raw["lost_events"] == 0
+                if name == "futex":  # the cell keeps the explain records, with the stacks
+                    assert raw["stacks"] is True
                 # The window is the measured second, not the warm-up or the set-up, nor cut
                 # short. The harness signals the collectors as it reads measure_start and
                 # measure_end, each late by however long a busy machine keeps it waiting:
@@ -160,9 +162,8 @@ def test_a_timers_run_gets_per_op_metrics_from_the_collectors(bpf_env: dict[str,
                     measured_s,
                 )
                 assert entry["totals"] == raw["totals"]
-    for label in ("ctx sw/op", "wakeups/op", "off-CPU/op"):
+    for label in ("ctx sw/op", "wakeups/op", "futex wait/op", "off-CPU/op"):
         assert label in table
-    assert "futex wait/op" not in table  # the explain repeats' figure, in report.html
 
 
 def test_probe_a_running_process(bpf_env: dict[str, str], gil_fight: int) -> None:

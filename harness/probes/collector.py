@@ -34,12 +34,15 @@ def is_attached_event(line: str) -> bool:
 
 
 class CollectorProbe:
-    def __init__(self, spec: ProbeSpec, out_path: Path, now: bool = False) -> None:
+    def __init__(
+        self, spec: ProbeSpec, out_path: Path, now: bool = False, args: Sequence[str] = ()
+    ) -> None:
         self.spec = spec
         self.out_path = out_path
         # The collector writes here; the output is renamed to out_path once it is whole.
         self.partial_path = out_path.with_name(f".{out_path.name}.partial")
         self.now = now
+        self.args = list(args)  # the kind's own options (futex --no-stacks)
         self.process: ProbeProcess | None = None
         self.unavailable: str | None = None
 
@@ -54,6 +57,7 @@ class CollectorProbe:
         argv += ["--out", str(self.partial_path)]
         if self.now:
             argv.append("--now")
+        argv += self.args
         try:
             self.process = ProbeProcess(argv)
         except OSError as err:

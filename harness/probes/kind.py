@@ -26,6 +26,7 @@ Data = Mapping[str, Any]  # a probe's JSON output over one window
 class DriverOptions:
     now: bool  # count from attachment, not from SIGUSR1 (`harness probe`)
     profile: ProfileSettings
+    args: tuple[str, ...] = ()  # the collector's extra arguments this repeat (measurement_args)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,10 @@ class ProbeKind:
     # any bpftrace script): it runs on the cell's explain repeats only (docs/probes.md).
     # False: counters aggregated in the kernel, on every repeat.
     explain: bool = False
+    # The collector's arguments on the measurement repeats when it has a counters-only mode
+    # for them (futex: --no-stacks); its explain repeats run it in full, and the cell's
+    # `probes` keeps those, the full output (docs/probes.md).
+    measurement_args: tuple[str, ...] = ()
     metrics: tuple[ProbeMetric, ...] = ()
     derive: Callable[[Data, RepeatContext], dict[str, Any]] = no_metrics  # metrics of a repeat
     recorded: Callable[[Data, float | None], dict[str, Any]] = collector_fields
@@ -93,3 +98,8 @@ class ProbeKind:
     live: Callable[[ProbeResult], dict[str, Any] | None] = as_recorded
     report: Callable[[Path, Data], list[str]] = no_report  # HTML under its name in report.html
     stacks: Callable[[Path, Data, Stacks], None] = no_stacks  # one repeat into the profiles
+
+    @property
+    def needs_explain(self) -> bool:
+        """Its whole output comes from explain repeats: explain-only, or lean on the others."""
+        return self.explain or bool(self.measurement_args)

@@ -20,6 +20,9 @@ from harness.probes.probe import ProbeSpec
 
 NONE = "none"
 ALL = "all"
+# The explain set's key when it has the measurement set's probes (futex lean on one, in full on
+# the other).
+EXPLAIN = "explain"
 METRIC = "ops_per_sec"
 
 
@@ -47,20 +50,23 @@ def set_key(subset: tuple[ProbeSpec, ...], specs: tuple[ProbeSpec, ...]) -> str:
     return ALL if subset == specs else "+".join(spec.name for spec in subset)
 
 
-def variants(specs: tuple[ProbeSpec, ...], overhead: bool) -> list[Variant]:
+def variants(specs: tuple[ProbeSpec, ...], overhead: bool, explain: bool) -> list[Variant]:
     """The probe sets of each round of a cell: the measurement set last (its repeats are the
-    cell's `repeats`), the explain set (every probe, when some is explain-only) before it;
-    with --probe-overhead first `none` and each probe alone, unless a main set is it.
-    """
+    cell's `repeats`), the explain set (every probe; explain: the run has explain repeats)
+    before it; with --probe-overhead first `none` and each probe alone, unless a main set is
+    it. Every set but the explain one runs a kind's measurement_args."""
     measured = measurement_specs(specs)
     main = Variant(set_key(measured, specs), measured)
-    explain = [Variant(set_key(specs, specs), specs, True)] if measured != specs else []
+    explained: list[Variant] = []
+    if explain:
+        key = set_key(specs, specs)
+        explained = [Variant(EXPLAIN if key == main.key else key, specs, True)]
     extra: list[Variant] = []
     if overhead and specs:
         alone = [Variant(spec.name, (spec,)) for spec in specs] if len(specs) > 1 else []
         extra = [Variant(NONE, ()), *alone]
-    taken = {main.key, *(v.key for v in explain)}
-    return [*(v for v in extra if v.key not in taken), *explain, main]
+    taken = {main.key, *(v.key for v in explained)}
+    return [*(v for v in extra if v.key not in taken), *explained, main]
 
 
 def explain_rounds(repeats: int, explain_repeats: int) -> frozenset[int]:

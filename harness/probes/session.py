@@ -44,13 +44,16 @@ class ProbeSession:
         stop: StopFlag | None,
         now: bool = False,
         profile: ProfileSettings | None = None,
+        measurement: bool = False,
     ) -> None:
         # now: the collectors count from their attachment, not from SIGUSR1 (`harness probe`).
-        options = DriverOptions(now, profile or ProfileSettings())
-        self.probes = [
-            registry.kind_of(spec.name).driver(spec, raw_path(folder, repeat, spec), options)
-            for spec in specs
-        ]
+        # measurement: the repeat gives figures, a kind with a lean mode runs that.
+        self.probes: list[Probe] = []
+        for spec in specs:
+            kind = registry.kind_of(spec.name)
+            args = kind.measurement_args if measurement else ()
+            options = DriverOptions(now, profile or ProfileSettings(), args)
+            self.probes.append(kind.driver(spec, raw_path(folder, repeat, spec), options))
         self.stop = stop
         self.pids: list[int] = []
         self.stage = "before 'ready'"

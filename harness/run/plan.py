@@ -79,7 +79,7 @@ class Plan:
 
     def variants(self) -> list[overhead.Variant]:
         """The probe sets of a round, the measurement set last (probes/overhead.py)."""
-        return overhead.variants(self.probes, self.probe_overhead)
+        return overhead.variants(self.probes, self.probe_overhead, self.explain_repeats > 0)
 
     def runs(self) -> Iterator[tuple[int, int, overhead.Variant]]:
         """(cell index, round index, probe set) of every repeat, in run order: each round of a
@@ -140,8 +140,9 @@ def explain_count(
     probes: tuple[ProbeSpec, ...], asked: int | None, repeats: int, probe_overhead: bool
 ) -> tuple[tuple[ProbeSpec, ...], int]:
     """The probes and the explain repeats per cell of a run: `asked` (None: 1) when some probe
-    is explain-only, every round with --probe-overhead; none, and no explain-only probe, at 0."""
-    explained = [spec for spec in probes if registry.kind_of(spec.name).explain]
+    needs them (explain-only, or lean on the measurement repeats), every round with
+    --probe-overhead; at 0 none, and no explain-only probe (a lean one runs lean only)."""
+    explained = [spec for spec in probes if registry.kind_of(spec.name).needs_explain]
     if not explained:
         return probes, 0
     if probe_overhead:
@@ -153,13 +154,14 @@ def explain_count(
             "repeat runs in a round of its own, beside that round's measurement repeat)"
         )
     if count == 0:
-        named = [spec.name for spec in explained if spec.named]
+        only = [spec for spec in explained if registry.kind_of(spec.name).explain]
+        named = [spec.name for spec in only if spec.named]
         if named:
             raise BadInput(
                 f"0 explain repeats, and {', '.join(named)} only run on explain repeats: ask "
                 "for at least one (--explain-repeats N) or leave them out of --probes"
             )
-        return tuple(spec for spec in probes if spec not in explained), 0
+        return tuple(spec for spec in probes if spec not in only), 0
     return probes, count
 
 

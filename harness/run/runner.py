@@ -103,7 +103,14 @@ def execute(
             elif overhead_only:
                 folder = folder / f"overhead-{key}"  # deleted once its ops/s are in
             session = (
-                ProbeSession(specs, folder, repeat + 1, stop, profile=plan.profile)
+                ProbeSession(
+                    specs,
+                    folder,
+                    repeat + 1,
+                    stop,
+                    profile=plan.profile,
+                    measurement=not variant.explain,
+                )
                 if specs
                 else None
             )
@@ -145,6 +152,7 @@ def execute(
                     session.pids if session else [],
                     plan.profile,
                     key if variant.explain else None,
+                    explain is not None,
                 )
             if len(variants) > 1:
                 if outcome.ok:
@@ -191,11 +199,13 @@ def _add_result(
     pids: list[int],
     profile: ProfileSettings,
     explain: str | None,
+    explained: bool,
 ) -> None:
     """The repeat's metrics, with the per-op ones derived from its probes and its BPF CPU
     share, into the cell's repeats (explain: its explain repeats, under that key), and the
-    probes' summary in the cell: a measurement repeat's every probe, an explain repeat's
-    explain-only ones (the measurement repeats have the others)."""
+    probes' summary in the cell: an explain repeat's probes that need one (explain-only, or
+    lean on the measurement repeats), a measurement repeat's others (explained: the run has
+    explain repeats; without, every probe)."""
     probes = repeat.probes
     outputs = {name: r.data for name, r in probes.items() if r.ok and r.data is not None}
     derived = (
@@ -207,11 +217,16 @@ def _add_result(
     result = {**repeat.result, **derived, **share}
     if explain is None:
         record.add_result(cell_index, result)
-        kept = dict(probes)
+        kept = {
+            name: r
+            for name, r in probes.items()
+            if not (explained and registry.kind_of(name).measurement_args)
+        }
     else:
         record.add_variant_result(cell_index, explain, result)
-        kept = {name: r for name, r in probes.items() if registry.kind_of(name).explain}
-        _discard({name: r for name, r in probes.items() if name not in kept})
+        kept = {name: r for name, r in probes.items() if registry.kind_of(name).needs_explain}
+    # The others' per-op metrics are in the repeat's result; their raw files go.
+    _discard({name: r for name, r in probes.items() if name not in kept})
     if kept:
         cell_probes = record.cell(cell_index).probes
         ops = op_count(repeat.result)

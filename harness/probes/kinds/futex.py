@@ -27,7 +27,7 @@ TOP_REPORT_STACKS = 5
 
 
 def driver(spec: ProbeSpec, out_path: Path, options: DriverOptions) -> Probe:
-    return CollectorProbe(spec, out_path, options.now)
+    return CollectorProbe(spec, out_path, options.now, options.args)
 
 
 def derive(data: Data, context: RepeatContext) -> dict[str, Any]:
@@ -192,7 +192,9 @@ def stacks(path: Path, data: Data, into: Stacks) -> None:
 
 KIND = ProbeKind(
     name=NAME,
-    explain=True,  # a user stack per wait, and the collector has no counters-only mode
+    # The measurement repeats count waits without a user stack per wait (futex wait/op); the
+    # explain repeats take the stacks (contended addresses, off-CPU graph).
+    measurement_args=("--no-stacks",),
     collector=True,
     driver=driver,
     check=lambda root: availability.collector_check(NAME, root),
