@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from harness.format.numbers import DASH, TIMES
 from harness.report import data, mechanism
 
 pytestmark = pytest.mark.unit
@@ -125,3 +126,37 @@ def test_supported_needs_the_interval_apart_and_the_test_where_it_can_decide() -
     six = {"n_baseline": 6, "n_candidate": 6, "significant": False}
     assert not mechanism.supported({**six, "ci95_low": 1.2, "ci95_high": 2.0})
     assert mechanism.supported({**six, "significant": True, "ci95_low": 1.2, "ci95_high": 2.0})
+
+
+def pools_contrast(slow: str, fast: str) -> mechanism.Contrast:
+    doc = load("pools-ballast")
+    run = FIXTURES / "pools-ballast"
+    return mechanism.Contrast(doc, run, cell(doc, slow), cell(doc, fast), slow, fast)
+
+
+def test_gc_rule_names_gc_frequency_on_the_ballast_trace() -> None:
+    said = data.finding_text(mechanism.gc_rule(pools_contrast("smart-lifo", "fifo-channel")) or [])
+    assert said == (
+        "why smart-lifo is slower than fifo-channel: the GC runs 435 cycles/s vs 64 "
+        f"(6.80{TIMES}, 95% CI 4.76{DASH}7.64), GC pauses 8.8% of the time vs 13.5%"
+    )
+    # The other way round the cycles are fewer, and the pause share is what is apart.
+    said = data.finding_text(mechanism.gc_rule(pools_contrast("fifo-channel", "smart-lifo")) or [])
+    assert said.startswith(
+        "why fifo-channel is slower than smart-lifo: GC pauses 13.5% of the time vs 8.8%"
+    )
+
+
+def test_gc_rule_needs_enough_cycles() -> None:
+    c = pools_contrast("smart-lifo", "fifo-channel")
+    for r in c.slow["repeats"]:
+        r["gc_cycles"] = 1
+    assert mechanism.gc_rule(c) is None
+
+
+def test_pools_ballast_says_no_why_while_its_wait_interval_reaches_one() -> None:
+    """wait avg smart-lifo / fifo-channel 0.41x [0.15-1.03]: neither is slower by the data,
+    though each rule alone would speak."""
+    said = texts(load("pools-ballast"), "pools-ballast")
+    assert not any(s.startswith("why ") for s in said)
+    assert mechanism.gc_rule(pools_contrast("smart-lifo", "fifo-channel")) is not None

@@ -288,7 +288,7 @@ def futex_rule(c: Contrast) -> Finding | None:
 
 
 def gc_rule(c: Contrast) -> Finding | None:
-    """More GC cycles per second of the window, with the share of it in GC pauses."""
+    """More GC cycles per second of the window, else a larger share of it in GC pauses."""
     window_s = float((c.doc.get("config") or {}).get("duration_s") or 0)
     if window_s <= 0:
         return None
@@ -296,24 +296,32 @@ def gc_rule(c: Contrast) -> Finding | None:
     def per_s(cell: Mapping[str, Any], metric: str) -> Values:
         return [v / window_s for v in metric_values(cell, metric)]
 
-    slow_cycles = per_s(c.slow, "gc_cycles")
+    slow_cycles, fast_cycles = per_s(c.slow, "gc_cycles"), per_s(c.fast, "gc_cycles")
     if sum(slow_cycles) * window_s < MIN_GC_CYCLES:
         return None
-    entry = grew(per_s(c.fast, "gc_cycles"), slow_cycles)
-    if entry is None:
-        return None
-    out = c.says(
-        f"the GC runs {human(entry['candidate_median'])} cycles/s vs "
-        f"{human(entry['baseline_median'])} ({ratio_clause(entry)})"
+    # ns of pause per s of window / 1e9: the share of the window
+    slow_pause = [v / 1e9 for v in per_s(c.slow, "gc_pause_ns.total")]
+    fast_pause = [v / 1e9 for v in per_s(c.fast, "gc_pause_ns.total")]
+    pauses = (
+        f"GC pauses {percent(float(np.median(slow_pause)))} of the time vs "
+        f"{percent(float(np.median(fast_pause)))}"
+        if slow_pause and fast_pause
+        else None
     )
-    pause = "gc_pause_ns.total"
-    slow_pause, fast_pause = per_s(c.slow, pause), per_s(c.fast, pause)
-    if slow_pause and fast_pause:
-        out.append(
-            f", GC pauses {percent(float(np.median(slow_pause)) / 1e9)} of the time vs "
-            f"{percent(float(np.median(fast_pause)) / 1e9)}"
+    cycles = grew(fast_cycles, slow_cycles)
+    if cycles is not None:
+        text = (
+            f"the GC runs {human(cycles['candidate_median'])} cycles/s vs "
+            f"{human(cycles['baseline_median'])} ({ratio_clause(cycles)})"
         )
-    return out
+        return c.says(text + (f", {pauses}" if pauses else ""))
+    share = grew(fast_pause, slow_pause)
+    if share is None or pauses is None:
+        return None
+    return c.says(
+        f"{pauses} ({ratio_clause(share)}), in {human(float(np.median(slow_cycles)))} GC "
+        f"cycles/s vs {human(float(np.median(fast_cycles)))}"
+    )
 
 
 RULES: tuple[Callable[[Contrast], Finding | None], ...] = (
