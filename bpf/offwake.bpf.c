@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Off-CPU and off-wake stacks of a set of processes (libbpf-tools'
- * offcputime and bcc's offwaketime): at sched_switch the user and kernel
- * stacks of a target thread going off CPU, with its state; at sched_waking
- * the waker's stacks, keyed by the woken task (the argument, not current);
- * when the thread is switched in again, the blocked ns under both. Every
- * blocking counts, not only futex waits. tp_btf only: no kprobes. */
+ * offcputime and bcc's offwaketime): at sched_switch the user stack (and the
+ * kernel stack with kernel_stacks) of a target thread going off CPU, with its
+ * state; at sched_waking the waker's, keyed by the woken task (the argument,
+ * not current); when the thread is switched in again, the blocked ns under
+ * both. Every blocking counts, not only futex waits. tp_btf only: no
+ * kprobes. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -20,6 +21,23 @@
 
 /* sched_switch passes prev_state since 5.18 (set by the loader). */
 const volatile bool has_prev_state_arg = true;
+/* --kernel-stacks: a kernel stack walk (ORC) costs ~2 us a call on the VM
+ * this was measured on, a user one (frame pointers) ~0.1 us; cleared, the
+ * verifier drops the kernel stack calls and their ids are -EFAULT. */
+const volatile bool kernel_stacks = false;
+
+/* preempt_count is per CPU (x86: __preempt_count), and this kernel's
+ * kallsyms has no data symbols for a __ksym: it is read at this CPU's rq
+ * (current's cfs_rq->rq, the per-CPU `runqueues`) plus the distance between
+ * the two variables in the per-CPU section, which the loader takes from the
+ * kernel's BTF. 0: not known; only the idle task is then taken for an
+ * interrupt. */
+const volatile __s64 preempt_count_from_rq = 0;
+
+#define HARDIRQ_MASK 0x000f0000
+#define NMI_MASK 0x00f00000
+#define SOFTIRQ_OFFSET 0x00000100
+#define PREEMPT_MASK 0x000000ff
 
 /* bpf_get_stackid() failures: -EEXIST is a collision in the stack map (its
  * bucket holds another stack), any other error but -EFAULT (no user stack:
@@ -39,6 +57,7 @@ struct waker {
 	__u32 tid;
 	__s32 user_stack_id;
 	__s32 kern_stack_id;
+	__u32 flags;
 	char comm[TASK_COMM_LEN];
 };
 
@@ -83,6 +102,35 @@ static __always_inline long task_state(struct task_struct *task)
 	return BPF_CORE_READ(old, state);
 }
 
+static __always_inline int preempt_count(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	unsigned long rq;
+	int count;
+
+	if (!preempt_count_from_rq || !bpf_core_field_exists(task->se.cfs_rq))
+		return 0;
+	rq = (unsigned long)BPF_CORE_READ(task, se.cfs_rq, rq);
+	if (!rq || bpf_probe_read_kernel(&count, sizeof(count), (void *)(rq + preempt_count_from_rq)))
+		return 0;
+	return count;
+}
+
+/* Whether current merely was interrupted by the wake-up: a hardware
+ * interrupt or NMI (a timer's expiry), a softirq run at an interrupt's exit
+ * (preemption was on where it hit: a softirq run by local_bh_enable() holds
+ * one preempt count, and that one is the task's own doing, e.g. a loopback
+ * send's receive path), or the idle task. An interrupt of code that had
+ * preemption off is taken for the task's own softirq. */
+static __always_inline bool waker_interrupted(__u32 tid)
+{
+	int count = preempt_count();
+
+	if (!tid || count & (HARDIRQ_MASK | NMI_MASK))
+		return true;
+	return (count & SOFTIRQ_OFFSET) && !(count & PREEMPT_MASK);
+}
+
 static __always_inline __s32 stack_id(void *ctx, __u64 flags)
 {
 	long id = bpf_get_stackid(ctx, &stacks, flags);
@@ -108,7 +156,7 @@ static __always_inline void switch_out(unsigned long long *ctx, bool preempt,
 	s.ts = bpf_ktime_get_ns();
 	/* Also before the window: a wait that began then ends in it. */
 	s.user_stack_id = stack_id(ctx, BPF_F_USER_STACK);
-	s.kern_stack_id = stack_id(ctx, 0);
+	s.kern_stack_id = kernel_stacks ? stack_id(ctx, 0) : -EFAULT;
 	if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY))
 		count_lost();
 	/* A waker seen before this switch-out woke an earlier wait. */
@@ -142,6 +190,7 @@ static __always_inline void switch_in(struct task_struct *next, __u32 tgid, __u3
 			key.waker_tid = w->tid;
 			key.waker_user_stack_id = w->user_stack_id;
 			key.waker_kern_stack_id = w->kern_stack_id;
+			key.waker_flags = w->flags;
 		}
 	}
 	if (!enabled || !delta)
@@ -184,8 +233,8 @@ int BPF_PROG(ow_switch, bool preempt, struct task_struct *prev, struct task_stru
 }
 
 /* The woken task is the argument p; current is the waker (in interrupt
- * context whichever task was interrupted: its kernel stack shows the
- * interrupt, e.g. hrtimer_wakeup). */
+ * context whichever task was interrupted: flagged, and its kernel stack shows
+ * the interrupt, e.g. hrtimer_wakeup). */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(ow_waking, struct task_struct *p)
 {
@@ -197,8 +246,14 @@ int BPF_PROG(ow_waking, struct task_struct *p)
 		return 0;
 	w.tgid = id >> 32;
 	w.tid = id;
-	w.user_stack_id = stack_id(ctx, BPF_F_USER_STACK);
-	w.kern_stack_id = stack_id(ctx, 0);
+	/* An interrupted task's user stack woke no one: not taken. */
+	if (waker_interrupted(w.tid)) {
+		w.flags = WAKER_INTERRUPT;
+		w.user_stack_id = -EFAULT;
+	} else {
+		w.user_stack_id = stack_id(ctx, BPF_F_USER_STACK);
+	}
+	w.kern_stack_id = kernel_stacks ? stack_id(ctx, 0) : -EFAULT;
 	bpf_get_current_comm(w.comm, sizeof(w.comm));
 	if (bpf_map_update_elem(&wakers, &tid, &w, BPF_ANY))
 		count_lost();

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /* offwake: off-CPU time of a set of processes over a measurement window by
- * blocked stack (user and kernel, with the task state) and by the stack of
- * the thread that woke it (bcc's offwaketime), as folded stacks for an
- * off-wake flame graph: "comm;[state];blocked root..leaf;--;waker
+ * blocked stack (user, kernel with --kernel-stacks, and the task state) and by
+ * the stack of the thread that woke it (bcc's offwaketime), as folded stacks
+ * for an off-wake flame graph: "comm;[state];blocked root..leaf;--;waker
  * leaf..root;waker comm", weighted by blocked ns. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "common.h"
@@ -39,6 +40,29 @@ struct ctx {
 	size_t nseen;
 };
 
+/* Whether the stacks include the kernel's (--kernel-stacks). */
+static bool kernel_stacks;
+
+/* Takes --kernel-stacks out of argv (offwake's own option; the rest are the
+ * collectors' common ones). */
+static int take_kernel_stacks(int argc, char **argv)
+{
+	int i, n = 1;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--kernel-stacks"))
+			kernel_stacks = true;
+		else
+			argv[n++] = argv[i];
+	}
+	for (; i < argc; i++)
+		argv[n++] = argv[i];
+	argv[n] = NULL;
+	return n;
+}
+
 static void snapshot_once(struct ctx *c, pid_t pid)
 {
 	size_t i;
@@ -62,8 +86,47 @@ static void snapshot_one(const void *key, const void *value, void *arg)
 	snapshot_once(arg, k->waker_tgid);
 }
 
+/* Offset of the per-CPU variable `name` in the kernel BTF's per-CPU section,
+ * or -1. */
+static long long percpu_offset(const struct btf *btf, const char *name)
+{
+	const struct btf_var_secinfo *var;
+	const struct btf_type *t;
+	__u32 id, n = btf__type_cnt(btf);
+	int i;
+
+	for (id = 1; id < n; id++) {
+		t = btf__type_by_id(btf, id);
+		if (!btf_is_datasec(t) || strcmp(btf__name_by_offset(btf, t->name_off), ".data..percpu"))
+			continue;
+		var = btf_var_secinfos(t);
+		for (i = 0; i < btf_vlen(t); i++, var++)
+			if (!strcmp(btf__name_by_offset(btf, btf__type_by_id(btf, var->type)->name_off),
+				    name))
+				return var->offset;
+	}
+	return -1;
+}
+
+/* Where this CPU's preempt_count is from its rq (offwake.bpf.c); 0 when the
+ * kernel's BTF does not tell. */
+static long long preempt_count_from_rq(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	long long rq, count;
+
+	if (!btf)
+		return 0;
+	rq = percpu_offset(btf, "runqueues");
+	count = percpu_offset(btf, "__preempt_count");
+	btf__free(btf);
+	return rq < 0 || count < 0 ? 0 : count - rq;
+}
+
 /* The targets' and the wakers' mappings, read when the window closes (while
- * they likely still run) and again at the end. */
+ * they likely still run) and again at the end; the targets' also once
+ * attached, since a workload may exit before the window's close is acted on
+ * (a snapshot of an exited process keeps the last one). */
 static void snapshot_all(void *arg)
 {
 	struct ctx *c = arg;
@@ -212,7 +275,8 @@ static char *fold(const struct entry *e, int fd, struct syms *syms, const struct
 	frame(&b, e->val.comm[0] ? e->val.comm : "?");
 	frame(&b, state_frame(k->state, buf, sizeof(buf)));
 	add_stack(&b, fd, k->user_stack_id, true, true, syms, ksyms, k->tgid);
-	add_stack(&b, fd, k->kern_stack_id, false, true, syms, ksyms, k->tgid);
+	if (kernel_stacks)
+		add_stack(&b, fd, k->kern_stack_id, false, true, syms, ksyms, k->tgid);
 	frame(&b, "--");
 	if (k->state == STATE_PREEMPTED) {
 		frame(&b, "[runnable: no wake-up]");
@@ -222,9 +286,13 @@ static char *fold(const struct entry *e, int fd, struct syms *syms, const struct
 		const char *comm = e->val.waker_comm[0] ? e->val.waker_comm : "?";
 		char irq[TASK_COMM_LEN + 32];
 
-		add_stack(&b, fd, k->waker_kern_stack_id, false, false, syms, ksyms, k->waker_tgid);
-		/* In an interrupt the user stack is the interrupted task's: left out. */
-		if (in_interrupt(fd, k->waker_kern_stack_id, ksyms)) {
+		if (kernel_stacks)
+			add_stack(&b, fd, k->waker_kern_stack_id, false, false, syms, ksyms,
+				  k->waker_tgid);
+		/* In an interrupt the user stack is the interrupted task's: left out
+		 * (not taken when the program saw the interrupt). */
+		if (k->waker_flags & WAKER_INTERRUPT ||
+		    in_interrupt(fd, k->waker_kern_stack_id, ksyms)) {
 			snprintf(irq, sizeof(irq), "[interrupt] in %s", comm);
 			frame(&b, irq);
 		} else {
@@ -294,6 +362,7 @@ static void write_result(struct json *j, const struct env *env, struct offwake_b
 	json_end_array(j);
 	json_kv_u64(j, "window_ns", win->total_ns);
 	json_kv_u64(j, "lost_events", skel->bss->lost_events + prog_misses(skel->obj));
+	json_kv_bool(j, "kernel_stacks", kernel_stacks);
 	json_key(j, "lost_stacks");
 	json_begin_object(j);
 	json_kv_u64(j, "collisions", skel->bss->stack_collisions);
@@ -335,6 +404,7 @@ int main(int argc, char **argv)
 	size_t i;
 	int err, fd;
 
+	argc = take_kernel_stacks(argc, argv);
 	parse_args(argc, argv, "offwake", 0, &env);
 	setup(&env);
 	if (env.attach == ATTACH_RAW_TP)
@@ -346,6 +416,8 @@ int main(int argc, char **argv)
 	if (!skel)
 		unavailable("cannot open the BPF object: %s", strerror(errno));
 	skel->rodata->has_prev_state_arg = tp_nargs("sched_switch") >= 4;
+	skel->rodata->kernel_stacks = kernel_stacks;
+	skel->rodata->preempt_count_from_rq = preempt_count_from_rq();
 	err = offwake_bpf__load(skel);
 	if (err)
 		unavailable("cannot load the BPF programs: %s", strerror(-err));
@@ -358,6 +430,7 @@ int main(int argc, char **argv)
 	c.skel = skel;
 	c.env = &env;
 	c.syms = syms_new();
+	snapshot_all(&c);
 	w.enabled = &skel->bss->enabled;
 	w.start_ns = &skel->bss->window_start_ns;
 	w.on_close = snapshot_all;

@@ -12,9 +12,15 @@
  * STATE_PREEMPTED for a task switched out while runnable (no waker then). */
 #define STATE_PREEMPTED 0xffffffffU
 
+/* waker_flags: the wake-up came from interrupt context (current was merely
+ * the task interrupted); its user stack was not taken. */
+#define WAKER_INTERRUPT 1U
+
 /* As offwaketime's key: the blocked thread and its stacks at the switch-out,
  * the thread that woke it (waker_tid 0: none seen) and its stacks at
- * sched_waking. A stack id < 0 is the negated error of bpf_get_stackid(). */
+ * sched_waking. A stack id < 0 is the negated error of bpf_get_stackid(), or
+ * -EFAULT for a stack not taken (no user stack: a kernel thread or an
+ * interrupt; no kernel stack: without kernel_stacks). */
 struct offwake_key {
 	__u32 tgid;
 	__u32 tid;
@@ -25,7 +31,7 @@ struct offwake_key {
 	__s32 waker_user_stack_id;
 	__s32 waker_kern_stack_id;
 	__u32 state;
-	__u32 pad;
+	__u32 waker_flags;
 };
 
 struct offwake_val {

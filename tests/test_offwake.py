@@ -4,13 +4,25 @@ handing a turn back and forth over a futex, each woken by the other (its ground 
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from bpftool import held_ids
 from conftest import only_run, run_harness, runs_dir
-from test_bpf_collectors import ROOT, Collector, LineProcess, Target, collectors, fixtures, reap
+from requirements import need, tool_problem
+from test_bpf_collectors import (
+    ROOT,
+    Collector,
+    LineProcess,
+    Target,
+    collectors,
+    fixtures,
+    reap,
+)
 
 from harness.probes.bpfstats import BpfStatsWatch
 from harness.probes.kinds.offwake import SEPARATOR, folded_lines, waker_pairs
@@ -20,13 +32,48 @@ __all__ = ["collectors", "fixtures", "reap"]  # the fixtures, shared with the co
 THREADS = 3  # the fixture's main thread, pinger, ponger
 
 
+def stackid_calls_by_program(pid: int) -> dict[str, int]:
+    """bpf_get_stackid calls per program of a collector, in the code the verifier left."""
+    progs, _ = held_ids(pid)
+    calls: dict[str, int] = {}
+    for prog_id in progs:
+        shown = bpftool("-j", "prog", "show", "id", str(prog_id))
+        code = bpftool("prog", "dump", "xlated", "id", str(prog_id))
+        calls[json.loads(shown)["name"]] = code.count("call bpf_get_stackid")
+    return calls
+
+
+def bpftool(*args: str) -> str:
+    return subprocess.run(
+        ["bpftool", *args], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
+
+
+def blocked_user_frames(frames: list[str]) -> list[str]:
+    """The blocked side's stack, root first: between the state frame and the separator."""
+    return frames[2 : frames.index(SEPARATOR)]
+
+
+@pytest.mark.parametrize("kernel_stacks", [False, True], ids=["user-stacks", "kernel-stacks"])
 def test_offwake_stacks_name_the_waker_and_the_bpf_stats_count_its_runs(
-    collectors: Path, fixtures: dict[str, Path], tmp_path: Path, reap: list[LineProcess]
+    collectors: Path,
+    fixtures: dict[str, Path],
+    tmp_path: Path,
+    reap: list[LineProcess],
+    kernel_stacks: bool,
 ) -> None:
+    """User stacks by default, the kernel's too with --kernel-stacks: without it the programs
+    do not even hold the kernel stack calls, and no frame is a kernel one."""
+    need(tool_problem("bpftool", "bpftool"))
     target = Target(fixtures["pingpong"])
     reap.append(target)
-    collector = Collector("offwake", [target.pid], tmp_path / "offwake.json")
+    extra = ["--kernel-stacks"] if kernel_stacks else []
+    collector = Collector("offwake", [target.pid], tmp_path / "offwake.json", *extra)
     reap.append(collector)
+    # One user stack call in each of the switch and wake-up programs, one kernel stack more.
+    calls = stackid_calls_by_program(collector.pid)
+    per_program = 2 if kernel_stacks else 1
+    assert calls == {"ow_switch": per_program, "ow_waking": per_program, "ow_fork": 0, "ow_exit": 0}
     watch = BpfStatsWatch({"offwake": [collector.pid]})
     try:
         watch.attached()
@@ -40,6 +87,7 @@ def test_offwake_stacks_name_the_waker_and_the_bpf_stats_count_its_runs(
     run = collector.stop()
     assert run.rc == 0
     result = run.result
+    assert result["kernel_stacks"] is kernel_stacks
 
     stacks = folded_lines(result)
     totals = result["totals"]
@@ -49,18 +97,27 @@ def test_offwake_stacks_name_the_waker_and_the_bpf_stats_count_its_runs(
     lost = result["lost_stacks"]
     assert set(lost) == {"collisions", "errors"}
 
-    # Each thread is woken by the other, in futex_wake, while it waits in futex_wait.
+    # Each thread is woken by the other, in futex_wake, while it waits in futex_wait: the
+    # fixture's own function (`play`) and glibc's `syscall` at the top of both user stacks.
     pairs = waker_pairs(stacks)
     counts: Counter[tuple[str, str]] = Counter()
     for entry in result["stacks"]:
         frames = entry["folded"].split(";")
         assert SEPARATOR in frames, frames
+        assert any(f.endswith("_[k]") for f in frames) is kernel_stacks or not kernel_stacks
+        if not kernel_stacks:
+            assert not any(f.endswith("_[k]") or f == "[no kernel stack]" for f in frames)
         counts[(frames[0], frames[-1])] += entry["count"]
         if (frames[0], frames[-1]) in (("pinger", "ponger"), ("ponger", "pinger")):
             split = frames.index(SEPARATOR)
+            blocked, waker = frames[2:split], frames[split + 1 : -1]
             assert frames[1] == "[S sleeping]", frames
-            assert any(f.startswith("futex_wait") for f in frames[2:split]), frames
-            assert any(f.startswith("futex_wake") for f in frames[split + 1 :]), frames
+            assert "play" in blocked and "play" in waker, frames
+            if kernel_stacks:
+                assert any(f.startswith("futex_wait") for f in blocked), frames
+                assert any(f.startswith("futex_wake") for f in waker), frames
+            else:
+                assert blocked[-1] == waker[0] == "syscall", frames
     for wakee, waker, truth in (
         ("ponger", "pinger", pinger_woke),
         ("pinger", "ponger", ponger_woke),
@@ -78,6 +135,63 @@ def test_offwake_stacks_name_the_waker_and_the_bpf_stats_count_its_runs(
     assert cost["run_cnt"] == sum(runs.values())
     assert 0 < cost["run_time_ns"] <= cost["window_ns"] * cost["cpus"]
     assert cost["ns_per_run"] == cost["run_time_ns"] / cost["run_cnt"]
+
+
+def test_offwake_names_the_user_frames_of_a_target_gone_before_the_window_closed(
+    collectors: Path, fixtures: dict[str, Path], tmp_path: Path, reap: list[LineProcess]
+) -> None:
+    """A workload may exit before the collector acts on the window's close (the harness closes
+    it on the workload's `measure_end`): its stacks are still named, from the mappings read
+    once attached, not `[unknown]`."""
+    target = Target(fixtures["pingpong"])
+    reap.append(target)
+    collector = Collector("offwake", [target.pid], tmp_path / "offwake.json")
+    reap.append(collector)
+    collector.window(signal.SIGUSR1)
+    target.phase("go")
+    assert target.finish() == 0  # exited and reaped: its /proc/PID/maps is gone
+    collector.window(signal.SIGUSR2)
+    run = collector.stop()
+    assert run.rc == 0
+    named = 0
+    for entry in run.result["stacks"]:
+        frames = entry["folded"].split(";")
+        # The players' futex waits: syscall() leaves the frame pointer chain whole (glibc's
+        # own functions have none, so the main thread's stacks may hold `[unknown]`).
+        if frames[0] in ("pinger", "ponger") and frames[1] == "[S sleeping]":
+            blocked = blocked_user_frames(frames)
+            assert "[unknown]" not in blocked and "play" in blocked, frames
+            named += entry["count"]
+    assert named > 0, run.result["stacks"]
+
+
+def test_offwake_names_an_interrupt_as_the_waker_without_kernel_stacks(
+    collectors: Path, fixtures: dict[str, Path], tmp_path: Path, reap: list[LineProcess]
+) -> None:
+    """The sleeper's 1 ms nanosleeps end in the hrtimer interrupt: the waker is `[interrupt]
+    in <the task it hit>`, told from the interrupt context by the program, with no kernel
+    stack to show it and no user stack of the task interrupted."""
+    target = Target(fixtures["ctxsw"])
+    reap.append(target)
+    collector = Collector("offwake", [target.pid], tmp_path / "offwake.json")
+    reap.append(collector)
+    collector.window(signal.SIGUSR1)
+    (sleeps,) = (int(word) for word in target.phase("go"))
+    collector.window(signal.SIGUSR2)
+    run = collector.stop()
+    assert run.rc == 0
+    woken: Counter[bool] = Counter()
+    for entry in run.result["stacks"]:
+        frames = entry["folded"].split(";")
+        if frames[0] != "sleeper" or frames[1] != "[S sleeping]":
+            continue
+        if blocked_user_frames(frames)[-1:] != ["clock_nanosleep"]:
+            continue  # its wait for the next phase, woken by another thread
+        interrupt = frames[-1].startswith("[interrupt] in ")
+        if interrupt:
+            assert frames[-2] == SEPARATOR, frames  # no stack of the task interrupted
+        woken[interrupt] += entry["count"]
+    assert sleeps > 0 and woken[True] >= 0.9 * sum(woken.values()) > 0, (woken, sleeps)
 
 
 @pytest.mark.e2e
