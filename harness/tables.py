@@ -1,5 +1,10 @@
 """The terminal's summary tables of a run: one rich table per scenario, every figure with its
-interval, laid out to fit the console's width (`harness compare` lays out its table alike)."""
+interval.
+
+By default a row is one line and the table fits the console's width: the headline metrics,
+the ratio to the baseline and as many per-op figures as fit, the rest named under the table
+(report.html and run.json have them all). `--wide` prints every column, spread over lines when
+the console is narrow (`harness compare` lays out its table alike), and every note in full."""
 
 from __future__ import annotations
 
@@ -18,12 +23,22 @@ from harness.format.cpu_notes import cpu_notes
 from harness.format.metrics import (
     PERCENT_METRICS,
     TRAILING_METRICS,
+    fitted_candidates,
+    heading,
     headline_metrics,
     metric_columns,
     ratio_metric,
     table_labels,
 )
-from harness.format.notes import STATUS_NOTES, named_probes, notes, probe_notes
+from harness.format.notes import (
+    STATUS_NOTES,
+    grouped,
+    named_probes,
+    notes,
+    probe_notes,
+    probe_summary,
+    stability_summary,
+)
 from harness.format.numbers import (
     DASH,
     TIMES,
@@ -56,9 +71,14 @@ def _with_interval(text: Text, low: str, high: str, layout: Layout) -> None:
 
 
 def figure(
-    summary: Mapping[str, Any] | None, time_ns: bool, layout: Layout, share: bool = False
+    summary: Mapping[str, Any] | None,
+    time_ns: bool,
+    layout: Layout,
+    share: bool = False,
+    compact: bool = False,
 ) -> Text:
-    """Median and, unless there was a single repeat, its interval."""
+    """Median and, unless there was a single repeat, its interval (its ends to 3 digits
+    when `compact` or the layout is not wide)."""
     if not summary:
         return Text(DASH, style="dim")
 
@@ -67,7 +87,7 @@ def figure(
 
     text = Text(show(summary["median"]))
     if summary.get("n", 0) > 1:
-        compact = layout != "wide"
+        compact = compact or layout != "wide"
         low, high = show(summary["ci95_low"], compact), show(summary["ci95_high"], compact)
         if share:
             low = low.rstrip("%")
@@ -108,13 +128,14 @@ def fitting_table(build: Callable[[Layout], Table], console: Console) -> Table:
     return table
 
 
-def new_table(title: str | None, layout: Layout) -> Table:
-    """Wide: roomy columns. Narrow: tighter gaps and a blank line between two-line rows.
+def new_table(title: str | None, layout: Layout, roomy: bool = True) -> Table:
+    """Wide: roomy columns unless not `roomy` (the default run table: one space between
+    columns). Narrow: tighter gaps and a blank line between two-line rows.
 
     Columns fold rather than cut with "…" when even the stacked layout does not fit: a
     figure may then break across lines, but no digit of it is hidden.
     """
-    if layout == "wide":
+    if layout == "wide" and roomy:
         return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     return Table(
         title=title,
@@ -122,7 +143,7 @@ def new_table(title: str | None, layout: Layout) -> Table:
         box=box.SIMPLE_HEAD,
         collapse_padding=True,
         pad_edge=False,
-        leading=1,
+        leading=0 if layout == "wide" else 1,
     )
 
 
@@ -141,17 +162,25 @@ def runs_text(cell: Mapping[str, Any]) -> Text:
 def scenario_table(
     scenario: str,
     cells: Sequence[Mapping[str, Any]],
-    columns: Sequence[str],
     units: Mapping[str, str],
     labels: Mapping[str, str],
     ratios: Mapping[tuple[Any, str], Mapping[str, Any]],
     baseline: str | None,
+    columns: Sequence[str],
     layout: Layout,
+    full: bool = True,
 ) -> Table:
     """Rows are cells. Below wide, p moves into the ratio cell and the run count into the
-    strategy cell (only when some cell lost repeats), so 100 columns (80 stacked) suffice."""
-    table = new_table(f"scenario {scenario}", layout)
+    strategy cell (only when some cell lost repeats), so 100 columns (80 stacked) suffice.
+    Not `full` (the default table, one line a row): no p column (the * says p < 0.05) and a
+    runs column only when some cell lost repeats."""
+    table = new_table(f"scenario {scenario}", layout, roomy=full)
+    irregular = len({runs_text(cell).plain for cell in cells}) > 1 or any(
+        cell.get("failures") for cell in cells
+    )
     wide = layout == "wide"
+    show_p = wide and full
+    show_runs = wide and (full or irregular)
     table.add_column("strategy", no_wrap=True, overflow="fold")
     params = varying_params(cells)
     for name in params:
@@ -160,13 +189,10 @@ def scenario_table(
         table.add_column(labels.get(name, name), justify="right", overflow="fold")
     if baseline is not None:
         table.add_column(f"vs {baseline}", justify="right", overflow="fold")
-        if wide:
+        if show_p:
             table.add_column("p", justify="right", no_wrap=True, overflow="fold")
-    if wide:
+    if show_runs:
         table.add_column("runs", justify="right", no_wrap=True, overflow="fold")
-    irregular = len({runs_text(cell).plain for cell in cells}) > 1 or any(
-        cell.get("failures") for cell in cells
-    )
 
     for cell in cells:
         summary = cell_summary(cell)
@@ -181,6 +207,7 @@ def scenario_table(
                 is_time_metric(name, units.get(name)),
                 layout,
                 share=name in PERCENT_METRICS,
+                compact=not full,
             )
             for name in columns
         ]
@@ -191,11 +218,11 @@ def scenario_table(
                 row.append(Text("baseline", style="dim"))
             else:
                 row.append(ratio_figure(entry, layout))
-            if wide:
+            if show_p:
                 row.append(
                     "" if cell.get("strategy") == baseline or p_value is None else human_p(p_value)
                 )
-        if wide:
+        if show_runs:
             row.append(runs_text(cell))
         table.add_row(*row)
     return table
@@ -347,8 +374,33 @@ def overhead_table(doc: Mapping[str, Any]) -> Table | None:
     return table
 
 
-def print_run(doc: Mapping[str, Any], console: Console) -> None:
-    """Header, one table per scenario, failures, and a legend of what the brackets mean."""
+def fitted_table(
+    build: Callable[[Sequence[str], Layout, bool], Table],
+    candidates: Sequence[str],
+    required: Sequence[str],
+    console: Console,
+) -> tuple[Table, list[str]]:
+    """The default table and its metric columns: one line a row, the `required` columns and
+    the candidates, in order, up to the first that would make the table wider than the
+    console. When even the required ones do not fit on one line, they are spread over lines
+    as in --wide."""
+    chosen = [name for name in candidates if name in required]
+    if not fits(build(chosen, "wide", False), console):
+        return fitting_table(lambda layout: build(chosen, layout, False), console), chosen
+    for name in candidates:
+        if name in chosen:
+            continue
+        trial = [c for c in candidates if c in chosen or c == name]  # in the table's order
+        if not fits(build(trial, "wide", False), console):
+            break
+        chosen = trial
+    return build(chosen, "wide", False), chosen
+
+
+def print_run(doc: Mapping[str, Any], console: Console, wide: bool = False) -> None:
+    """Header, one table per scenario, failures, notes, and a legend of what the brackets
+    mean. By default each table fits the console with a line a row and the notes are grouped;
+    `wide`: every column and every note."""
     console.print(_header(doc))
     status = str(doc.get("status"))
     if status in STATUS_NOTES:
@@ -360,14 +412,18 @@ def print_run(doc: Mapping[str, Any], console: Console) -> None:
         return
 
     summaries = [cell_summary(cell) for cell in cells]
-    columns = metric_columns(summaries, headline_metrics(doc))
+    headline = headline_metrics(doc)
+    columns = metric_columns(summaries, headline)
     units = {str(m["name"]): str(m.get("unit", "")) for m in doc.get("metrics") or []}
     labels = table_labels(doc)
+    headings = {name: heading(name, labels, units) for name in columns}
     baseline = (doc.get("config") or {}).get("baseline")
     metric = ratio_metric(doc, columns) if baseline else None
     comparisons = _comparisons(doc, metric)
 
     shown: list[Mapping[str, Any]] = []
+    hidden: dict[str, None] = {}  # columns --wide has and the default tables left out
+    always: dict[str, bool] = {}  # timeouts, errors: 0 in every repeat of every scenario?
     for scenario in dict.fromkeys(str(cell.get("scenario")) for cell in cells):
         group = [cell for cell in cells if str(cell.get("scenario")) == scenario]
         ratios = {
@@ -379,18 +435,54 @@ def print_run(doc: Mapping[str, Any], console: Console) -> None:
         zero = [name for name in TRAILING_METRICS if name in columns and always_zero(group, name)]
         kept = [name for name in columns if name not in zero]
         against = baseline if metric and any(c.get("strategy") == baseline for c in group) else None
-        build = partial(scenario_table, scenario, group, kept, units, labels, ratios, against)
-        table = fitting_table(build, console)
+        build = partial(scenario_table, scenario, group, units, headings, ratios, against)
+        if wide:
+            table = fitting_table(partial(build, kept), console)
+        else:
+            reported = [n for n in kept if any(cell_summary(c).get(n) for c in group)]
+            candidates = fitted_candidates(reported, headline, units)
+            required = [metric] if metric in candidates else candidates[:1]
+            table, chosen = fitted_table(build, candidates, required, console)
+            hidden.update(dict.fromkeys(name for name in kept if name not in chosen))
         console.print(table)
-        if zero:
+        if zero and wide:
             console.print(Text(f"{' and '.join(zero)}: 0 in every repeat", style="dim"))
+        for name in TRAILING_METRICS:
+            if name in columns:
+                always[name] = always.get(name, True) and name in zero
         for line in _failure_lines(group, varying_params(group)):
             console.print(line)
-    for note in notes(shown) + probe_notes(cells, named_probes(doc)):
+    zero_everywhere = [name for name, zero in always.items() if zero]
+    if zero_everywhere and not wide:
+        console.print(Text(f"{' and '.join(zero_everywhere)}: 0 in every repeat", style="dim"))
+    if hidden:
+        names = ", ".join(labels.get(name, name) for name in hidden)
+        console.print(
+            Text(
+                f"{len(hidden)} more column{'s' if len(hidden) > 1 else ''} ({names}) and "
+                "the p-values: --wide, report.html, --json",
+                style="dim",
+            )
+        )
+    varying = varying_params(cells)
+    cpu = cpu_notes(comparisons, metric, labels, varying)
+    if wide:
+        probes = probe_notes(cells, named_probes(doc))
+        unstable = stability_notes(cells, labels)
+    else:
+        probes = probe_summary(cells, named_probes(doc))
+        unstable = stability_summary(cells, labels)
+        what = labels.get(str(metric), str(metric))
+        cpu = grouped(
+            cpu,
+            f"CPU per op tells {len(cpu)} cells from the baseline where {what} does not: "
+            "see report.html",
+        )
+    for note in notes(shown) + probes:
         console.print(Text(note, style="yellow"))
-    for note in cpu_notes(comparisons, metric, labels, varying_params(cells)):
+    for note in cpu:
         console.print(Text(note, style="cyan"))
-    for note in stability_notes(cells, labels):
+    for note in unstable:
         console.print(Text(note, style="magenta"))
     overhead = overhead_table(doc)
     if overhead is not None:

@@ -1,4 +1,5 @@
 import io
+import re
 from typing import Any
 
 import pytest
@@ -103,9 +104,9 @@ def pr564_run(status: str = "complete") -> dict[str, Any]:
     )
 
 
-def render(doc: dict[str, Any], width: int) -> str:
+def render(doc: dict[str, Any], width: int, wide: bool = False) -> str:
     console = Console(record=True, width=width, file=io.StringIO())
-    print_run(doc, console)
+    print_run(doc, console, wide=wide)
     return ascii_text(console.export_text())
 
 
@@ -139,7 +140,7 @@ def test_join_range_and_ratio() -> None:
 
 
 def test_wide_table_has_figures_intervals_ratio_mark_and_legend() -> None:
-    text = render(pr564_run(), 160)
+    text = render(pr564_run(), 160, wide=True)
     assert max(len(line) for line in text.splitlines()) <= 160
     assert "scenario steady" in text
     assert "concurrency" in text  # varies across cells
@@ -168,8 +169,8 @@ def test_wide_table_has_figures_intervals_ratio_mark_and_legend() -> None:
     assert "n=4: the interval is [min-max]" in text
 
 
-def test_narrow_table_fits_100_columns_without_truncating() -> None:
-    text = render(pr564_run(), 100)
+def test_wide_at_100_columns_spreads_figures_over_lines_without_truncating() -> None:
+    text = render(pr564_run(), 100, wide=True)
     assert max(len(line) for line in text.splitlines()) <= 100
     assert "…" not in text
     lines = text.splitlines()
@@ -211,7 +212,7 @@ def test_failed_cell_and_missing_comparisons_are_shown() -> None:
     dead = cell("hashed-wheel", 1.0, 1.0, failures=5, repeats=0)
     doc["cells"].append(dead)
     del doc["comparisons"]  # an old or unfinished run.json: computed on the fly
-    text = render(doc, 160)
+    text = render(doc, 160, wide=True)
     dead_row = next(line for line in text.splitlines() if "hashed-wheel" in line)
     assert "0/5" in dead_row
     assert "0.30x *" in text
@@ -232,8 +233,8 @@ def test_one_table_per_scenario_and_small_n_note() -> None:
     assert "concurrency" not in slow.splitlines()[2]  # one concurrency in this scenario
 
 
-def test_80_columns_stack_each_interval_end_on_its_own_line() -> None:
-    text = render(pr564_run(), 80)  # what rich assumes for a pipe
+def test_wide_at_80_columns_stacks_each_interval_end_on_its_own_line() -> None:
+    text = render(pr564_run(), 80, wide=True)  # what rich assumes for a pipe
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "…" not in text
     lines = text.splitlines()
@@ -241,3 +242,184 @@ def test_80_columns_stack_each_interval_end_on_its_own_line() -> None:
     assert "549.9k" in lines[tokio]
     assert "539k-" in lines[tokio + 1]
     assert "561k" in lines[tokio + 2]
+
+
+TIMERS_STRATEGIES = (
+    "none",
+    "tokio-timeout",
+    "tokio-timeout-alt",
+    "tokio-timeout-legacy",
+    "deadline-tracker",
+    "scheduled-executor",
+    "event-executor",
+    "hashed-wheel",
+    "hashed-wheel-offload",
+)
+TIMERS_METRICS = [
+    {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
+    {"name": "latency_ns.p50", "unit": "ns", "better": "lower"},
+    {"name": "latency_ns.p99", "unit": "ns", "better": "lower"},
+    {"name": "client_cpu_ns_per_op", "unit": "ns", "better": "lower"},
+    {"name": "server_cpu_ns_per_op", "unit": "ns", "better": "lower"},
+    {"name": "cpu_ns_per_op", "unit": "ns", "better": "lower"},
+    {"name": "timeouts", "unit": "requests", "better": "lower"},
+    {"name": "errors", "unit": "requests", "better": "lower"},
+    {"name": "ctx_switches_per_op", "unit": "switches", "better": "lower"},
+    {"name": "wakeups_per_op", "unit": "wake-ups", "better": "lower"},
+    {"name": "futex_wait_ns_per_op", "unit": "ns", "better": "lower"},
+    {"name": "offcpu_ns_per_op", "unit": "ns", "better": "lower"},
+    {"name": "mutex_share", "unit": "share", "better": "lower"},
+]
+TIMERS_LABELS = (
+    "ops/s",
+    "p50",
+    "p99",
+    "client CPU/op",
+    "server CPU/op",
+    "CPU/op",
+    "ctx sw/op",
+    "wakeups/op",
+    "futex wait/op",
+    "off-CPU/op",
+    "mutex %",
+    "timeouts",
+)
+UNSTABLE = (1.0, 0.7, 1.3, 1.0)  # stdev 24% of the mean: pyperf's "unstable"
+
+
+def timers_cell(strategy: str, concurrency: int, k: float) -> dict[str, Any]:
+    """A timers cell as `make bench SUITES=timers QUICK=1` records it: 4 repeats, every
+    metric, the probes' per-op figures, timeouts in the tokio cells."""
+    results = [
+        {
+            "event": "result",
+            "strategy": strategy,
+            "scenario": "steady",
+            "params": {"concurrency": concurrency, "timeout_ms": 500},
+            "ops_per_sec": 715_300 * k * f,
+            "latency_ns": {"p50": 158_200 / k * f, "p99": 1_180_000 / k * f},
+            "client_cpu_ns_per_op": 6_390 / k * f,
+            "server_cpu_ns_per_op": 4_390 / k * f,
+            "cpu_ns_per_op": 10_800 / k * f,
+            "timeouts": 3 if "tokio" in strategy else 0,
+            "errors": 0,
+            "ctx_switches_per_op": 0.0137 * f,
+            "wakeups_per_op": 0.00904 * f,
+            "futex_wait_ns_per_op": 18_000 * f,
+            "offcpu_ns_per_op": 26_600 * f,
+            "mutex_share": 0.258 * f,
+        }
+        for f in UNSTABLE
+    ]
+    c = cell(strategy, 1.0, 1.0, concurrency=concurrency)
+    c.update(
+        id=f"{strategy}/concurrency={concurrency}/timeout_ms=500",
+        params={"concurrency": concurrency, "timeout_ms": 500},
+        repeats=results,
+        summary=summarize_cell(results),
+        stability={"ops_per_sec": ["spread: stdev is 26% of the mean (> 10%)"]},
+    )
+    return c
+
+
+def timers_run() -> dict[str, Any]:
+    cells = [
+        timers_cell(strategy, concurrency, 1.0 - 0.05 * i)
+        for i, strategy in enumerate(TIMERS_STRATEGIES)
+        for concurrency in (16, 256)
+    ]
+    doc = run_doc(cells)
+    doc.update(
+        suite="timers",
+        metrics=TIMERS_METRICS,
+        comparisons=compare_cells(cells, "none", TIMERS_METRICS),
+        config={"repeats": 4, "duration_s": 1, "warmup_s": 0.6, "baseline": "none"},
+    )
+    return doc
+
+
+def table_rows(text: str, scenario: str = "steady") -> list[str]:
+    """The lines of a scenario's table under its heading rule, up to the blank line."""
+    lines = text.split(f"scenario {scenario}")[1].splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.strip().startswith("─"))
+    body = lines[rule + 1 :]
+    return body[: next(i for i, line in enumerate(body) if not line.strip())]
+
+
+def test_the_default_timers_table_fits_100_columns_a_line_a_row() -> None:
+    text = render(timers_run(), 100)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    rows = table_rows(text)
+    # One line a row: 18 cells, 18 lines, each starting with its strategy.
+    assert len(rows) == 18
+    assert [row.split()[0] for row in rows] == [s for s in TIMERS_STRATEGIES for _ in (16, 256)]
+    none = rows[0].split()
+    assert none[1:5] == ["16", "715.3k", "[501-930k]", "158.2µs"]  # whole, with the interval
+    assert none[-1] == "baseline"
+    # Every figure whole: a number with its unit, an interval in brackets, a ratio, a mark.
+    figure = r"(\d+(\.\d+)?(k|M|ns|us|ms|s|%|x)?|\[[\d.kMnums%-]+\]|\*|baseline)"
+    for row in rows:
+        for token in row.split()[1:]:
+            assert re.fullmatch(figure, token.replace("µ", "u")), (token, row)
+    header = text.split("scenario steady")[1].splitlines()[2]
+    assert {"strategy", "concurrency", "ops/s", "vs", "none"} <= set(header.split())
+
+
+def test_the_default_table_names_what_it_left_out_and_wide_has_every_column() -> None:
+    narrow = render(timers_run(), 100)
+    shown = narrow.split("scenario steady")[1].splitlines()[2]
+    # The footer wraps at 100 columns: read it without its white space.
+    found = re.search(r"(\d+)morecolumns\(([^)]*)\)([^\n]*)", re.sub(r"\s+", "", narrow))
+    assert found is not None, narrow
+    named = found[2].split(",")
+    assert int(found[1]) == len(named) and "timeouts" in named
+    for label in TIMERS_LABELS:  # each column either in the table or named under it
+        assert (label.replace(" ", "") in named) != (f" {label} " in f" {shown} "), label
+    more = found[3]
+    assert "--wide" in more
+    wide = render(timers_run(), 400, wide=True)
+    header = "\n".join(wide.split("scenario steady")[1].splitlines()[1:4])
+    for label in (*TIMERS_LABELS, "vs none", "p", "runs"):
+        assert f" {label} " in f" {header} ", label
+    assert "more columns" not in wide
+    tokio = next(row for row in table_rows(wide) if row.split()[0] == "tokio-timeout")
+    assert "3 [3-3]" in tokio  # the timeouts, a column of --wide only
+
+
+def test_the_default_table_groups_the_notes_and_wide_gives_each() -> None:
+    doc = timers_run()
+    for c, probe in zip(doc["cells"], ("perf", "gc", "offwake", "futex"), strict=False):
+        c["probes"] = {probe: {"repeats": [{"unavailable": f"{probe}: not on this kernel"}]}}
+    narrow = render(doc, 100)
+    assert len([line for line in narrow.splitlines() if line.startswith("unstable")]) == 1
+    joined = narrow.replace("\n", " ")
+    assert "unstable: 18 of 18 cells (stdev > 10% of the mean in 18): see report.html" in joined
+    assert len([line for line in narrow.splitlines() if line.startswith("probe")]) == 1
+    assert "probes without full output: perf unavailable (1 of 18 cells), gc unavailable" in (
+        joined
+    )
+    assert "not on this kernel" not in narrow  # the reasons are in the report
+    wide = render(doc, 400, wide=True)
+    assert len([line for line in wide.splitlines() if line.startswith("unstable (")]) == 18
+    assert len([line for line in wide.splitlines() if line.startswith("probe ")]) == 4
+
+
+def test_window_totals_are_labelled_as_such() -> None:
+    """tokenbucket's shard min/max count tokens over the window: not beside tokens/s as if
+    they were rates."""
+    metrics = [
+        {"name": "tokens_per_sec", "unit": "tokens/s", "headline": True, "label": "tokens/s"},
+        {"name": "shard_tokens_min", "unit": "tokens", "headline": True, "label": "shard min"},
+    ]
+    results = [
+        {"event": "result", "tokens_per_sec": 962_200.0 * f, "shard_tokens_min": 415_400.0 * f}
+        for f in SPREAD
+    ]
+    c = cell("pure", 1.0, 1.0)
+    c.update(repeats=results, summary=summarize_cell(results))
+    doc = run_doc([c])
+    doc.update(metrics=metrics, comparisons=[])
+    for text in (render(doc, 100), render(doc, 200, wide=True)):
+        header = text.split("scenario steady")[1].splitlines()[2:4]
+        assert "shard min" in header[0] and "(window total)" in header[1], header
+        assert "tokens/s" in header[1] and "(window total)" not in header[0]

@@ -72,6 +72,39 @@ def metric_columns(
     return [name for name in ordered if name in present]
 
 
+# Units of figures that do not grow with the measured window: ratios, shares, times, sizes.
+NOT_TOTAL_UNITS = frozenset({"x", "share", "ns", "bytes", "B"})
+
+
+def is_window_total(name: str, unit: str) -> bool:
+    """A count summed over the measured window (tokens, requests, cycles): its size is the
+    window's length as much as the strategy's, so it must not pass for a rate."""
+    per = "_per_" in name or name.endswith("_per_sec")
+    return bool(unit) and "/" not in unit and unit not in NOT_TOTAL_UNITS and not per
+
+
+def heading(name: str, labels: Mapping[str, str], units: Mapping[str, str]) -> str:
+    """A column's heading: its label, and under it "(window total)" for a window total."""
+    label = labels.get(name, name)
+    return f"{label}\n(window total)" if is_window_total(name, units.get(name, "")) else label
+
+
+def fitted_candidates(
+    columns: Sequence[str], headline: Sequence[str], units: Mapping[str, str]
+) -> list[str]:
+    """The columns the default table tries, in the table's order: the headline metrics, CPU
+    per op and the probes' figures; other window totals (timeouts, errors) only in --wide."""
+    return [
+        name
+        for name in columns
+        if name in headline
+        or (
+            (name in CPU_METRICS or name in PROBE_METRICS)
+            and not is_window_total(name, units.get(name, ""))
+        )
+    ]
+
+
 def ratio_metric(doc: Mapping[str, Any], columns: Sequence[str]) -> str | None:
     """The metric compared with the baseline: the first headline one, else ops/s, else the
     first declared."""
