@@ -12,7 +12,7 @@ from harness.catalog import choose, require_built, unmet_requirements
 from harness.commands import consoles
 from harness.commands.parsing import EXIT_CODES, FORMATTER, Commands, help_text, names
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
-from harness.commands.runs import deadline_slack_s, run_plan, status_exit
+from harness.commands.runs import add_wide_option, deadline_slack_s, run_plan, status_exit
 from harness.cpuset import auto_split, online_cpus
 from harness.describe import describe
 from harness.errors import BadInput
@@ -57,6 +57,7 @@ def add_parser(commands: Commands) -> None:
         help="print the plan (suites, cells, repeats, estimated duration) and stop",
     )
     add_probe_options(p)
+    add_wide_option(p)
     p.set_defaults(handler=handle)
 
 
@@ -88,7 +89,7 @@ def handle(args: argparse.Namespace) -> int:
         for i, plan in enumerate(plans):
             later_s = sum(planned_s(later) for later in plans[i + 1 :])
             record, status = run_plan(
-                plan, out_dir, args.command_line, slack_s, consoles.stdout(), later_s
+                plan, out_dir, args.command_line, slack_s, consoles.stdout(), later_s, args.wide
             )
             run_dirs.append(record.run_dir)
             exit_code = max(exit_code, status_exit(record, status))

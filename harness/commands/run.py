@@ -23,7 +23,7 @@ from harness.commands.parsing import (
     positive_int,
 )
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
-from harness.commands.runs import deadline_slack_s, run_plan, status_exit
+from harness.commands.runs import add_wide_option, deadline_slack_s, run_plan, status_exit
 from harness.cpuset import online_cpus, parse_cpuset, roles_of
 from harness.describe import describe
 from harness.errors import BadInput
@@ -162,6 +162,7 @@ def add_parser(commands: Commands) -> None:
         action="store_true",
         help="print run.json on stdout (the table goes to stderr)",
     )
+    add_wide_option(p)
     p.set_defaults(handler=handle)
     assert isinstance(p, Parser)  # the subparsers take the top-level parser's class
     p.precheck = _too_many_values
@@ -197,7 +198,9 @@ def handle(args: argparse.Namespace) -> int:
     preflight([plan], out_dir)  # bad input is exit 2 also while another run holds the lock
     with RunLock(lock_path(), " ".join(args.command_line)):
         table_console = consoles.stderr() if args.json else consoles.stdout()
-        record, status = run_plan(plan, out_dir, args.command_line, slack_s, table_console)
+        record, status = run_plan(
+            plan, out_dir, args.command_line, slack_s, table_console, wide=args.wide
+        )
     if args.json:
         print(jsonfile.dumps(record.run))
     where = sys.stderr if args.json else sys.stdout

@@ -3,6 +3,7 @@ handlers, printing its table and reports, and the exit code of its status."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -44,6 +45,16 @@ def deadline_slack_s() -> float:
     return value
 
 
+def add_wide_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="print every metric column and every note: by default the table fits the "
+        "terminal ($COLUMNS) with a line a row, the headline metrics and the per-op figures "
+        "that fit, and names the columns left out (report.html and run.json have them all)",
+    )
+
+
 def run_plan(
     plan: Plan,
     out_dir: Path,
@@ -51,6 +62,7 @@ def run_plan(
     slack_s: float,
     table_console: Console,
     later_s: float = 0.0,
+    wide: bool = False,
 ) -> tuple[RunRecord, str]:
     with stop_on_signals() as stop:
         confinement = open_confinement(out_dir, workload_binaries(plan.suite.binary))
@@ -82,7 +94,7 @@ def run_plan(
             raise
         confinement.close()
     doc = jsonfile.as_json(record.run)
-    tables.print_run(doc, table_console)
+    tables.print_run(doc, table_console, wide)
     for line in mechanism.terminal_lines(doc, record.run_dir):  # the reports' first findings
         table_console.print(Text(line, style="bold"))
     for path in reports:
