@@ -14,11 +14,13 @@ from harness.commands.parsing import (
     pid,
     positive_float,
 )
+from harness.commands.probe_options import KERNEL_STACKS_HELP
 from harness.errors import BadInput
 from harness.probes import live, report
 from harness.probes.registry import names as probe_names
 from harness.probes.spec import ALIAS_TEXT, parse_probes
 from harness.probes.spec import VALID as VALID_PROBES
+from harness.profiles.settings import ProfileSettings
 from harness.results import dumps
 from harness.run.stop import stop_on_signals
 
@@ -63,6 +65,7 @@ def add_parser(commands: Commands) -> None:
         metavar="D",
         help="seconds to probe for",
     )
+    p.add_argument("--kernel-stacks", action="store_true", help=KERNEL_STACKS_HELP)
     p.add_argument("--json", action="store_true", help="print the probes' JSON on stdout")
     p.set_defaults(handler=handle)
 
@@ -74,7 +77,8 @@ def handle(args: argparse.Namespace) -> int:
     if not specs:
         raise BadInput("--probes none: nothing to probe")
     with stop_on_signals() as stop:
-        results = live.probe_pids(specs, pids, args.duration_s, stop)
+        profile = ProfileSettings(kernel_stacks=args.kernel_stacks)
+        results = live.probe_pids(specs, pids, args.duration_s, stop, profile)
     doc = live.as_json(pids, args.duration_s, results)
     if args.json:
         print(dumps(doc))

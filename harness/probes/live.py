@@ -13,6 +13,7 @@ from harness.errors import BadInput
 from harness.probes import registry
 from harness.probes.probe import ProbeResult, ProbeSpec
 from harness.probes.session import ProbeSession
+from harness.profiles.settings import ProfileSettings
 from harness.run.stop import StopFlag
 
 POLL_S = 0.05
@@ -25,12 +26,16 @@ def check_pids(pids: Sequence[int]) -> None:
 
 
 def probe_pids(
-    specs: Sequence[ProbeSpec], pids: Sequence[int], duration_s: float, stop: StopFlag
+    specs: Sequence[ProbeSpec],
+    pids: Sequence[int],
+    duration_s: float,
+    stop: StopFlag,
+    profile: ProfileSettings | None = None,
 ) -> dict[str, ProbeResult]:
     """Every probe over one window of `duration_s` (shorter if stopped); collectors count
     from their attachment (--now), bpftrace from its SIGUSR1 snapshot."""
     with tempfile.TemporaryDirectory(prefix="harness-probe-") as folder:
-        session = ProbeSession(specs, Path(folder), 1, stop, now=True)
+        session = ProbeSession(specs, Path(folder), 1, stop, now=True, profile=profile)
         try:
             session.on_ready(pids)
             session.on_measure_start()

@@ -1,4 +1,5 @@
-"""How the on-CPU profiler samples, and which frames count as lock-related."""
+"""How the on-CPU profiler samples, which frames count as lock-related, and whether the
+off-wake probe takes kernel stacks."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ class ProfileSettings:
     frequency_hz: int = DEFAULT_FREQUENCY_HZ
     callgraph: str = "fp"  # frame pointers; dwarf copies 8 KiB of stack a sample
     mutex_patterns: tuple[str, ...] = DEFAULT_MUTEX_PATTERNS
+    kernel_stacks: bool = False  # offwake --kernel-stacks: ~2 us a kernel stack walk
 
     def config(self) -> dict[str, object]:
         """For run.json `config`."""
@@ -22,4 +24,5 @@ class ProfileSettings:
             "perf_frequency_hz": self.frequency_hz,
             "callgraph": self.callgraph,
             "mutex_patterns": list(self.mutex_patterns),
+            "offwake_kernel_stacks": self.kernel_stacks,
         }

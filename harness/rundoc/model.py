@@ -159,6 +159,9 @@ class Config(Record):
     """oncpu stack unwinding: frame pointers or DWARF."""
     mutex_patterns: list[str]
     """Frame substrings that make an on-CPU sample lock-related (mutex_share)."""
+    offwake_kernel_stacks: Absent[bool] = None
+    """offwake took the kernel stacks too (--kernel-stacks); false: user stacks only. Absent in
+    runs from before the option, whose offwake took both."""
     command: list[str]
     """The harness command line."""
     cpuset: Absent[dict[str, list[int]]] = None

@@ -24,7 +24,9 @@ SEPARATOR = "--"  # between the blocked stack and the waker's, as offwaketime fo
 
 
 def driver(spec: ProbeSpec, out_path: Path, options: DriverOptions) -> Probe:
-    return CollectorProbe(spec, out_path, options.now)
+    # Kernel stacks cost ~2 us a walk here, two a blocking: asked for with --kernel-stacks.
+    args = ("--kernel-stacks",) if options.profile.kernel_stacks else ()
+    return CollectorProbe(spec, out_path, options.now, args)
 
 
 def folded_lines(data: Data) -> Counter[str]:
