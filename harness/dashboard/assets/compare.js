@@ -1,5 +1,6 @@
 // The compare view: two runs of one suite, B / A per series, from window.COMPARE (a
-// <script> file next to the page: no fetch, works from file://). Labels go in as text.
+// <script> file next to the page: no fetch, works from file://). The runs can be chosen in
+// the address (#a=RUN&b=RUN), as a series chart links here. Labels go in as text.
 (function () {
   "use strict";
   const data = window.COMPARE;
@@ -14,8 +15,13 @@
       pick.appendChild(option);
     });
   });
-  pickA.value = String(Math.max(0, data.runs.length - 2));
-  pickB.value = String(Math.max(0, data.runs.length - 1));
+  const wanted = new URLSearchParams(location.hash.slice(1));
+  function chosen(name, fallback) {
+    const i = data.runs.indexOf(wanted.get(name));
+    return String(i >= 0 ? i : fallback);
+  }
+  pickA.value = chosen("a", Math.max(0, data.runs.length - 2));
+  pickB.value = chosen("b", Math.max(0, data.runs.length - 1));
   function row(cells, header) {
     const tr = document.createElement("tr");
     cells.forEach(function (text) {
@@ -36,7 +42,7 @@
       const show = function (v) { return v === null ? "-" : v.toPrecision(4); };
       table.appendChild(row([s.label, show(va), show(vb), ratio, s.unit]));
     });
-    document.body.dataset.compared = "yes";
+    document.body.dataset.compared = data.runs[a] + " " + data.runs[b];
   }
   pickA.addEventListener("change", render);
   pickB.addEventListener("change", render);
