@@ -96,7 +96,8 @@ const char *attach_mode_name(enum attach_mode mode)
 
 void parse_args(int argc, char **argv, const char *prog, unsigned int opts, struct env *env)
 {
-	enum { O_PID = 1, O_NOW, O_DURATION, O_OUT, O_TOP, O_ATTACH, O_STATS, O_VERBOSE, O_NO_STACKS, O_HELP };
+	enum { O_PID = 1, O_NOW, O_DURATION, O_OUT, O_TOP, O_ATTACH, O_STATS, O_VERBOSE, O_NO_STACKS,
+	       O_COUNTERS_ONLY, O_HELP };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, O_PID },
 		{ "now", no_argument, NULL, O_NOW },
@@ -107,6 +108,7 @@ void parse_args(int argc, char **argv, const char *prog, unsigned int opts, stru
 		{ "stats", no_argument, NULL, O_STATS },
 		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "no-stacks", no_argument, NULL, O_NO_STACKS },
+		{ "counters-only", no_argument, NULL, O_COUNTERS_ONLY },
 		{ "help", no_argument, NULL, O_HELP },
 		{},
 	};
@@ -117,9 +119,10 @@ void parse_args(int argc, char **argv, const char *prog, unsigned int opts, stru
 
 	prog_name = prog;
 	snprintf(usage, sizeof(usage),
-		 "%s --pid PID [--pid PID]... [--now] [--duration-s D] [--out FILE]%s "
+		 "%s --pid PID [--pid PID]... [--now] [--duration-s D] [--out FILE]%s%s "
 		 "[--attach auto|%stp_btf|raw_tp] [--stats] [--verbose]",
 		 prog, opts & OPT_TOP ? " [--top N]" : "",
+		 opts & OPT_COUNTERS_ONLY ? " [--counters-only]" : "",
 		 opts & OPT_ATTACH_TRACEPOINT ? "tracepoint|" : "");
 	usage_line = usage;
 
@@ -175,6 +178,11 @@ void parse_args(int argc, char **argv, const char *prog, unsigned int opts, stru
 			if (!(opts & OPT_NO_STACKS))
 				bad_args("unknown option --no-stacks");
 			env->no_stacks = true;
+			break;
+		case O_COUNTERS_ONLY:
+			if (!(opts & OPT_COUNTERS_ONLY))
+				bad_args("unknown option --counters-only");
+			env->counters_only = true;
 			break;
 		case O_HELP:
 			printf("usage: %s\n", usage_line);
@@ -374,6 +382,8 @@ static void window_open(struct window *w)
 	*w->start_ns = w->opened_ns;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	*w->enabled = true;
+	if (w->on_open)
+		w->on_open(w->ctx);
 }
 
 static void window_close(struct window *w)

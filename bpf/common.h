@@ -33,12 +33,14 @@ struct env {
 	bool stats;
 	bool verbose;
 	bool no_stacks;
+	bool counters_only;
 };
 
 /* Options only some collectors take. */
 #define OPT_TOP (1U << 0)
 #define OPT_ATTACH_TRACEPOINT (1U << 1)
 #define OPT_NO_STACKS (1U << 2)
+#define OPT_COUNTERS_ONLY (1U << 3)
 
 /* Parses argv; on bad arguments prints one line and exits 2. */
 void parse_args(int argc, char **argv, const char *prog, unsigned int opts, struct env *env);
@@ -65,7 +67,9 @@ struct window {
 	volatile __u64 *start_ns;
 	__u64 opened_ns;
 	__u64 total_ns;
-	/* Optional, called whenever the window closes (SIGUSR2 or the end). */
+	/* Optional, called whenever the window opens (once counting is on) and
+	 * whenever it closes (SIGUSR2 or the end). */
+	void (*on_open)(void *ctx);
 	void (*on_close)(void *ctx);
 	void *ctx;
 };

@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /* sched: per-thread context switches, off-CPU time, run-queue latency and
- * wake-ups (who woke whom) of a set of processes over a measurement window. */
+ * wake-ups (who woke whom) of a set of processes over a measurement window.
+ *
+ * --counters-only (the harness's measurement repeats) attaches no program to
+ * sched_switch, the costly event: the switches, on-CPU and run-queue time of
+ * each thread are the kernel's own counters, read from /proc at each opening
+ * and closing of the window; only the wake-ups are traced. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -16,6 +23,32 @@ struct thread {
 	__u32 tgid;
 	__u32 tid;
 	struct thread_stats st;
+	/* --counters-only: from /proc/PID/task/TID/schedstat. */
+	__u64 oncpu_ns;
+	__u64 timeslices;
+};
+
+/* A thread's kernel counters (/proc/PID/task/TID/status and schedstat), and
+ * when they were read. */
+struct task_counters {
+	__u32 tgid;
+	__u32 tid;
+	__u64 voluntary;
+	__u64 involuntary;
+	__u64 oncpu_ns;
+	__u64 runq_ns;
+	__u64 timeslices;
+	__u64 read_ns;
+};
+
+/* --counters-only: the readings at the window's last opening, and the
+ * differences over the windows so far (`read_ns`: the thread's part of them). */
+struct counters_state {
+	struct sched_bpf *skel;
+	struct task_counters *opened;
+	size_t nopened;
+	struct task_counters *counted;
+	size_t ncounted;
 };
 
 struct wakeup {
@@ -26,6 +59,7 @@ struct wakeup {
 struct result {
 	struct thread *threads;
 	size_t nthreads;
+	size_t nsorted; /* --counters-only: the rows from /proc, sorted, come first */
 	struct wakeup *wakeups;
 	size_t nwakeups;
 };
@@ -73,6 +107,160 @@ static void add_wakeup(const void *key, const void *value, void *ctx)
 	memcpy(&w->val, value, sizeof(w->val));
 }
 
+static __u64 monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static int cmp_task(const void *a, const void *b)
+{
+	const struct task_counters *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* False if the thread is gone (or its files unreadable). */
+static bool read_task(__u32 tgid, __u32 tid, struct task_counters *c)
+{
+	char path[64], line[128];
+	unsigned long long oncpu, runq, slices, value;
+	int found = 0;
+	FILE *f;
+
+	memset(c, 0, sizeof(*c));
+	c->tgid = tgid;
+	c->tid = tid;
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/status", tgid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "voluntary_ctxt_switches: %llu", &value) == 1) {
+			c->voluntary = value;
+			found++;
+		} else if (sscanf(line, "nonvoluntary_ctxt_switches: %llu", &value) == 1) {
+			c->involuntary = value;
+			found++;
+		}
+	}
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/schedstat", tgid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fscanf(f, "%llu %llu %llu", &oncpu, &runq, &slices) == 3) {
+		c->oncpu_ns = oncpu;
+		c->runq_ns = runq;
+		c->timeslices = slices;
+		found++;
+	}
+	fclose(f);
+	c->read_ns = monotonic_ns();
+	return found == 3;
+}
+
+/* Every thread of every target (the given processes and those they forked
+ * since, from the BPF side's target set), sorted. */
+static struct task_counters *read_targets(const __u64 *targets, size_t *n)
+{
+	struct task_counters *all = NULL, c;
+	char path[64];
+	struct dirent *d;
+	__u32 tgid;
+	DIR *dir;
+	int word, bit;
+
+	*n = 0;
+	for (word = 0; word < TARGET_WORDS; word++) {
+		if (!targets[word])
+			continue;
+		for (bit = 0; bit < 64; bit++) {
+			if (!(targets[word] & (1ULL << bit)))
+				continue;
+			tgid = word * 64 + bit;
+			snprintf(path, sizeof(path), "/proc/%u/task", tgid);
+			dir = opendir(path);
+			if (!dir)
+				continue;
+			while ((d = readdir(dir))) {
+				if (d->d_name[0] < '0' || d->d_name[0] > '9')
+					continue;
+				if (!read_task(tgid, strtoul(d->d_name, NULL, 10), &c))
+					continue;
+				all = grow_array(all, *n, sizeof(c));
+				all[(*n)++] = c;
+			}
+			closedir(dir);
+		}
+	}
+	sort_array(all, *n, sizeof(*all), cmp_task);
+	return all;
+}
+
+static void counters_open(void *ctx)
+{
+	struct counters_state *cs = ctx;
+
+	free(cs->opened);
+	cs->opened = read_targets(cs->skel->bss->targets, &cs->nopened);
+}
+
+/* When a thread not read at the opening started: its sched_wakeup_new time
+ * (the BPF side's off_ts of a new thread), else the opening. */
+static __u64 thread_start(struct counters_state *cs, __u32 tgid, __u32 tid, __u64 opened_ns)
+{
+	__u64 key = (__u64)tgid << 32 | tid;
+	struct thread_stats st;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(cs->skel->maps.threads), &key, &st) ||
+	    st.off_ts < opened_ns)
+		return opened_ns;
+	return st.off_ts;
+}
+
+/* Adds each thread's counts since the opening; a thread started since counts
+ * from zero. A thread that exited in the window is not read: its counts are
+ * lost (its wake-ups, traced, are not). */
+static void counters_close(void *ctx)
+{
+	struct counters_state *cs = ctx;
+	struct task_counters *closed, *before, *sum, zero;
+	__u64 opened_ns = cs->skel->bss->window_start_ns;
+	size_t n, i, nsorted = cs->ncounted;
+
+	closed = read_targets(cs->skel->bss->targets, &n);
+	for (i = 0; i < n; i++) {
+		before = bsearch(&closed[i], cs->opened, cs->nopened, sizeof(zero), cmp_task);
+		if (!before) {
+			memset(&zero, 0, sizeof(zero));
+			zero.read_ns = thread_start(cs, closed[i].tgid, closed[i].tid, opened_ns);
+			before = &zero;
+		}
+		sum = bsearch(&closed[i], cs->counted, nsorted, sizeof(zero), cmp_task);
+		if (!sum) {
+			cs->counted = grow_array(cs->counted, cs->ncounted, sizeof(zero));
+			sum = &cs->counted[cs->ncounted++];
+			memset(sum, 0, sizeof(*sum));
+			sum->tgid = closed[i].tgid;
+			sum->tid = closed[i].tid;
+		}
+		sum->voluntary += closed[i].voluntary - before->voluntary;
+		sum->involuntary += closed[i].involuntary - before->involuntary;
+		sum->oncpu_ns += closed[i].oncpu_ns - before->oncpu_ns;
+		sum->runq_ns += closed[i].runq_ns - before->runq_ns;
+		sum->timeslices += closed[i].timeslices - before->timeslices;
+		if (closed[i].read_ns > before->read_ns)
+			sum->read_ns += closed[i].read_ns - before->read_ns;
+	}
+	sort_array(cs->counted, cs->ncounted, sizeof(*cs->counted), cmp_task);
+	free(closed);
+}
+
 static int cmp_thread(const void *a, const void *b)
 {
 	const struct thread *x = a, *y = b;
@@ -93,6 +281,68 @@ static int cmp_wakeup(const void *a, const void *b)
 	return x->key.wakee_tid < y->key.wakee_tid ? -1 : x->key.wakee_tid > y->key.wakee_tid;
 }
 
+/* --counters-only: a row per thread read at the window's edges. */
+static void add_counted(struct result *r, const struct counters_state *cs)
+{
+	const struct task_counters *c;
+	struct thread *t;
+	size_t i;
+
+	for (i = 0; i < cs->ncounted; i++) {
+		c = &cs->counted[i];
+		r->threads = grow_array(r->threads, r->nthreads, sizeof(*t));
+		t = &r->threads[r->nthreads++];
+		memset(t, 0, sizeof(*t));
+		t->tgid = c->tgid;
+		t->tid = c->tid;
+		t->st.voluntary = c->voluntary;
+		t->st.involuntary = c->involuntary;
+		t->st.runq_ns = c->runq_ns;
+		/* Off CPU: its part of the window less its time on CPU (which may
+		 * lag by up to a tick for a thread on CPU at a reading). */
+		t->st.offcpu_ns = c->read_ns > c->oncpu_ns ? c->read_ns - c->oncpu_ns : 0;
+		t->oncpu_ns = c->oncpu_ns;
+		t->timeslices = c->timeslices;
+		read_comm(t->tgid, t->tid, t->st.comm, sizeof(t->st.comm));
+	}
+	r->nsorted = r->nthreads;
+}
+
+/* --counters-only: the wake-ups the BPF side counted, into the thread's row;
+ * a thread gone before the window closed gets a row of its wake-ups only. */
+static void add_wakeups_received(const void *key, const void *value, void *ctx)
+{
+	const struct thread_stats *st = value;
+	struct result *r = ctx;
+	__u64 pid_tgid = *(const __u64 *)key;
+	struct thread probe = { .tgid = pid_tgid >> 32, .tid = (__u32)pid_tgid }, *t;
+
+	if (!st->wakeups)
+		return;
+	t = bsearch(&probe, r->threads, r->nsorted, sizeof(probe), cmp_thread);
+	if (!t) {
+		r->threads = grow_array(r->threads, r->nthreads, sizeof(*t));
+		t = &r->threads[r->nthreads++];
+		*t = probe;
+	}
+	t->st.wakeups = st->wakeups;
+	if (!t->st.comm[0])
+		memcpy(t->st.comm, st->comm, sizeof(t->st.comm));
+}
+
+/* --counters-only: threads that neither switched nor were woken in the
+ * window (asleep throughout) are left out, as the full mode leaves them out. */
+static void drop_idle(struct result *r)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->nthreads; i++)
+		if (r->threads[i].st.voluntary || r->threads[i].st.involuntary ||
+		    r->threads[i].st.wakeups)
+			r->threads[n++] = r->threads[i];
+	r->nthreads = n;
+}
+
 /* The latest name of a target thread (wake-up pairs keep the first one seen). */
 static const char *thread_comm(const struct result *r, __u32 tgid, __u32 tid, const char *fallback)
 {
@@ -105,7 +355,7 @@ static const char *thread_comm(const struct result *r, __u32 tgid, __u32 tid, co
 static void write_result(struct json *j, const struct env *env, struct sched_bpf *skel,
 			 const struct window *w, enum attach_mode mode, const struct result *r)
 {
-	__u64 vol = 0, invol = 0, offcpu = 0, wakeups = 0, runq_hist[MAX_SLOTS] = {};
+	__u64 vol = 0, invol = 0, offcpu = 0, runq = 0, wakeups = 0, runq_hist[MAX_SLOTS] = {};
 	const struct thread_stats *st;
 	size_t i;
 	int s;
@@ -113,6 +363,7 @@ static void write_result(struct json *j, const struct env *env, struct sched_bpf
 	json_begin_object(j);
 	json_kv_string(j, "probe", "sched");
 	json_kv_string(j, "attach", attach_mode_name(mode));
+	json_kv_string(j, "mode", env->counters_only ? "counters" : "full");
 	json_key(j, "pids");
 	json_begin_array(j);
 	for (s = 0; s < env->npids; s++)
@@ -138,10 +389,15 @@ static void write_result(struct json *j, const struct env *env, struct sched_bpf
 		json_kv_hist(j, "runq_hist_log2_ns", st->runq_hist, MAX_SLOTS);
 		json_kv_u64(j, "wakeups_received", st->wakeups);
 		json_kv_u64(j, "missed_switch_ins", st->missed_switch_ins);
+		if (env->counters_only) {
+			json_kv_u64(j, "oncpu_ns", r->threads[i].oncpu_ns);
+			json_kv_u64(j, "timeslices", r->threads[i].timeslices);
+		}
 		json_end_object(j);
 		vol += st->voluntary;
 		invol += st->involuntary;
 		offcpu += st->offcpu_ns;
+		runq += st->runq_ns;
 		wakeups += st->wakeups;
 		for (s = 0; s < MAX_SLOTS; s++)
 			runq_hist[s] += st->runq_hist[s];
@@ -172,6 +428,7 @@ static void write_result(struct json *j, const struct env *env, struct sched_bpf
 	json_kv_u64(j, "voluntary_switches", vol);
 	json_kv_u64(j, "involuntary_switches", invol);
 	json_kv_u64(j, "offcpu_ns", offcpu);
+	json_kv_u64(j, "runq_ns", runq);
 	json_kv_u64(j, "wakeups", wakeups);
 	json_kv_hist(j, "runq_hist_log2_ns", runq_hist, MAX_SLOTS);
 	json_end_object(j);
@@ -179,14 +436,15 @@ static void write_result(struct json *j, const struct env *env, struct sched_bpf
 	json_end_object(j);
 }
 
-static void select_programs(struct sched_bpf *skel, bool btf)
+static void select_programs(struct sched_bpf *skel, bool btf, bool counters_only)
 {
-	bpf_program__set_autoload(skel->progs.sc_switch_btf, btf);
+	/* Counters only: nothing on sched_switch, where the cost is. */
+	bpf_program__set_autoload(skel->progs.sc_switch_btf, btf && !counters_only);
 	bpf_program__set_autoload(skel->progs.sc_wakeup_btf, btf);
 	bpf_program__set_autoload(skel->progs.sc_wakenew_btf, btf);
 	bpf_program__set_autoload(skel->progs.sc_fork_btf, btf);
 	bpf_program__set_autoload(skel->progs.sc_exit_btf, btf);
-	bpf_program__set_autoload(skel->progs.sc_switch_raw, !btf);
+	bpf_program__set_autoload(skel->progs.sc_switch_raw, !btf && !counters_only);
 	bpf_program__set_autoload(skel->progs.sc_wakeup_raw, !btf);
 	bpf_program__set_autoload(skel->progs.sc_wakenew_raw, !btf);
 	bpf_program__set_autoload(skel->progs.sc_fork_raw, !btf);
@@ -195,6 +453,7 @@ static void select_programs(struct sched_bpf *skel, bool btf)
 
 int main(int argc, char **argv)
 {
+	struct counters_state cs = {};
 	struct result r = {};
 	struct sched_bpf *skel;
 	enum attach_mode mode;
@@ -203,7 +462,7 @@ int main(int argc, char **argv)
 	struct env env;
 	int err, i;
 
-	parse_args(argc, argv, "sched", 0, &env);
+	parse_args(argc, argv, "sched", OPT_COUNTERS_ONLY, &env);
 	setup(&env);
 
 	mode = env.attach;
@@ -213,7 +472,7 @@ int main(int argc, char **argv)
 	skel = sched_bpf__open();
 	if (!skel)
 		unavailable("cannot open the BPF object: %s", strerror(errno));
-	select_programs(skel, mode == ATTACH_TP_BTF);
+	select_programs(skel, mode == ATTACH_TP_BTF, env.counters_only);
 	skel->rodata->has_prev_state_arg = tp_nargs("sched_switch") >= 4;
 
 	err = sched_bpf__load(skel);
@@ -229,11 +488,24 @@ int main(int argc, char **argv)
 
 	w.enabled = &skel->bss->enabled;
 	w.start_ns = &skel->bss->window_start_ns;
+	if (env.counters_only) {
+		cs.skel = skel;
+		w.on_open = counters_open;
+		w.on_close = counters_close;
+		w.ctx = &cs;
+	}
 	run_window(&w, &env);
 	sched_bpf__detach(skel);
 
-	for_each_entry(bpf_map__fd(skel->maps.threads), sizeof(__u64), sizeof(struct thread_stats),
-		       add_thread, &r);
+	if (env.counters_only) {
+		add_counted(&r, &cs);
+		for_each_entry(bpf_map__fd(skel->maps.threads), sizeof(__u64),
+			       sizeof(struct thread_stats), add_wakeups_received, &r);
+		drop_idle(&r);
+	} else {
+		for_each_entry(bpf_map__fd(skel->maps.threads), sizeof(__u64),
+			       sizeof(struct thread_stats), add_thread, &r);
+	}
 	for_each_entry(bpf_map__fd(skel->maps.wakeups), sizeof(struct wakeup_key),
 		       sizeof(struct wakeup_val), add_wakeup, &r);
 	sort_array(r.threads, r.nthreads, sizeof(*r.threads), cmp_thread);
@@ -245,6 +517,8 @@ int main(int argc, char **argv)
 
 	free(r.threads);
 	free(r.wakeups);
+	free(cs.opened);
+	free(cs.counted);
 	sched_bpf__destroy(skel);
 	return 0;
 }

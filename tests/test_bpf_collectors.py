@@ -308,13 +308,20 @@ def test_context_switches_match_proc(
     assert 0 < run.result["window_ns"] < 60e9
 
 
+@pytest.mark.parametrize("mode", ["full", "counters"])
 def test_window_gating(
-    collectors: Path, fixtures: dict[str, Path], tmp_path: Path, reap: list[LineProcess]
+    collectors: Path,
+    fixtures: dict[str, Path],
+    tmp_path: Path,
+    reap: list[LineProcess],
+    mode: str,
 ) -> None:
-    """Only events between SIGUSR1 and SIGUSR2 count."""
+    """Only events between SIGUSR1 and SIGUSR2 count, also counters only (/proc read at the
+    signals)."""
     target = Target(fixtures["ctxsw"])
     reap.append(target)
-    collector = Collector("sched", [target.pid], tmp_path / "sched.json")
+    extra = ("--counters-only",) if mode == "counters" else ()
+    collector = Collector("sched", [target.pid], tmp_path / "sched.json", *extra)
     reap.append(collector)
     target.phase("go")  # before the window
     quiet_counters(target.pid)
@@ -331,11 +338,100 @@ def test_window_gating(
     quiet_counters(target.pid)
     run = collector.stop()
     assert run.rc == 0
+    assert run.result["mode"] == mode
     assert_switches_match(run.result, before, after)
     # Opened before the acknowledgement, closed after SIGUSR2 was sent: the window holds the
     # measured phase and lies within the two signals' round trips.
     assert run.result["window_ns"] == window_ns
     assert inner * 1e9 < window_ns < outer * 1e9
+
+
+SWITCH_PROGRAMS = {"tp_btf": "sc_switch_btf", "raw_tp": "sc_switch_raw"}
+
+
+def switch_programs(prog_ids: set[int]) -> list[str]:
+    """Names of the programs among `prog_ids` that bpftool shows attached to sched_switch."""
+    listing = json.loads(
+        subprocess.run(
+            ["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    names = {int(p["id"]): p.get("name", "") for p in listing if int(p["id"]) in prog_ids}
+    assert set(names) == prog_ids, (names, prog_ids)  # every program it holds is listed
+    return sorted(name for name in names.values() if "switch" in name)
+
+
+@pytest.mark.parametrize("attach", sched_attach_modes())
+def test_counters_only_matches_proc_and_the_full_mode(
+    collectors: Path,
+    fixtures: dict[str, Path],
+    tmp_path: Path,
+    reap: list[LineProcess],
+    attach: str,
+) -> None:
+    """--counters-only, beside a full collector on the same target: no program on
+    sched_switch; switches exactly as /proc counts them over the window and as the full mode
+    (within 2 %), the same wake-ups, run-queue time as the full mode's within the bound
+    below, no histograms."""
+    need(tool_problem("bpftool", "bpftool"))
+    target = Target(fixtures["ctxsw"])
+    reap.append(target)
+    mode = ("--now", "--attach", attach)
+    full = Collector("sched", [target.pid], tmp_path / "full.json", *mode)
+    reap.append(full)
+    lean = Collector("sched", [target.pid], tmp_path / "lean.json", *mode, "--counters-only")
+    reap.append(lean)
+    assert switch_programs(held_ids(lean.pid)[0]) == []
+    # The check would see one: the full collector's.
+    assert switch_programs(held_ids(full.pid)[0]) == [SWITCH_PROGRAMS[attach]]
+    # Both windows opened at attachment, the target quiet since: /proc now is their start.
+    before = quiet_counters(target.pid)
+    sleeps = sum(int(target.phase("go")[0]) for _ in range(2))
+    after = quiet_counters(target.pid)
+    lean_run, full_run = lean.stop(), full.stop()
+    assert lean_run.rc == full_run.rc == 0
+    counted, traced = lean_run.result, full_run.result
+    assert (counted["mode"], traced["mode"]) == ("counters", "full")
+    assert counted["attach"] == attach and counted["missed_switch_ins"] == 0
+
+    threads = {t["tid"]: t for t in counted["threads"]}
+    full_threads = {t["tid"]: t for t in traced["threads"]}
+    assert {"sleeper", "yielder", "spin0", "spin1"} <= {t["comm"] for t in threads.values()}
+    for tid, (name, voluntary, involuntary) in after.items():
+        thread = threads.get(tid, {})
+        got = (thread.get("voluntary_switches", 0), thread.get("involuntary_switches", 0))
+        # It reads /proc at the window's edges, and the target was quiet at both.
+        assert got == (voluntary - before[tid][1], involuntary - before[tid][2]), name
+        other = full_threads.get(tid, {})
+        for key in ("voluntary_switches", "involuntary_switches"):
+            assert abs(thread.get(key, 0) - other.get(key, 0)) <= max(
+                1, 0.02 * other.get(key, 0)
+            ), (name, key, thread, other)
+        # Both trace sched_wakeup with windows that enclose every wake-up of the phases.
+        assert thread.get("wakeups_received", 0) == other.get("wakeups_received", 0), name
+        if thread:
+            assert thread["offcpu_hist_log2_ns"] == thread["runq_hist_log2_ns"] == []
+            assert thread["missed_switch_ins"] == 0
+    pairs = {(w["waker_tid"], w["wakee_tid"]): w["count"] for w in counted["wakeups"]}
+    assert pairs == {(w["waker_tid"], w["wakee_tid"]): w["count"] for w in traced["wakeups"]}
+    assert counted["totals"]["wakeups"] == traced["totals"]["wakeups"] > 0
+
+    # Run-queue time: the kernel's run_delay (enqueue to sched_info_arrive) against the full
+    # mode's sched_wakeup / preemption to sched_switch. Each pair of moments is a few
+    # instructions and one BPF program apart, under the run-queue lock with interrupts off,
+    # so the totals differ by well under a microsecond a switch, but for a vCPU the host
+    # stops between them (steal time) and the intervals whose switch-in the full mode missed
+    # (missed_switch_ins, see bpf/README.md): 5 % and 20 us a switch bound both.
+    switches = sum(t["voluntary_switches"] + t["involuntary_switches"] for t in threads.values())
+    runq, full_runq = counted["totals"]["runq_ns"], traced["totals"]["runq_ns"]
+    assert runq > 0 and full_runq > 0
+    assert abs(runq - full_runq) <= 0.05 * full_runq + 20_000 * switches, (runq, full_runq)
+    # Off CPU: its part of the window less its on-CPU time; the sleeper sleeps 1 ms a call.
+    sleeper = next(t for t in threads.values() if t["comm"] == "sleeper")
+    assert sleeps > 0
+    assert sleeps * 1_000_000 <= sleeper["offcpu_ns"] <= counted["window_ns"]
+    for thread in threads.values():
+        assert thread["offcpu_ns"] + thread["oncpu_ns"] <= counted["window_ns"] * 1.01
 
 
 def test_wakeups_attributed_to_waker(
