@@ -8,6 +8,7 @@ set. The checks live in tests/browser.py for use on real run directories.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,8 +25,10 @@ from browser import (
 )
 from reportdata import EVIL, MUTEX_FRAME, build_run
 from requirements import unmet
+from rundocs import cell, run
 
 from harness.report import write_all
+from harness.stats import compare_cells
 
 pytestmark = pytest.mark.browser
 
@@ -110,7 +113,7 @@ def test_differential_graph_has_the_lock_frame(driver: Any, run_dir: Path) -> No
 
 def test_every_report_link_resolves(driver: Any, run_dir: Path) -> None:
     checked = check_links(driver, run_dir / "report.html")
-    svgs = {svg.name for svg in (run_dir / "flame").glob("*.svg")}
+    svgs = {svg.name for folder in ("flame", "charts") for svg in (run_dir / folder).glob("*.svg")}
     linked = {Path(url.split("#")[0]).name for url in checked if url.endswith(".svg")}
     assert linked == svgs
     # The raw probe file whose path needs quoting (space, #) was followed too.
@@ -157,3 +160,90 @@ def test_an_empty_svg_is_not_a_drawn_flame_graph(driver: Any, tmp_path: Path) ->
         check_svg_drawn(driver, empty)
     with pytest.raises(AssertionError, match="could not open"):
         check_svg_drawn(driver, tmp_path / "missing.svg")
+
+
+_PAGE_WIDTHS = """
+const page = document.scrollingElement;
+return {scroll: page.scrollWidth, client: page.clientWidth,
+        charts: Array.from(document.querySelectorAll('figure.chart img'), i => {
+          const r = i.getBoundingClientRect();
+          return {src: i.getAttribute('src'), right: r.right, shown: r.width}; })};
+"""
+_CHART_BOXES = """
+const box = e => { const r = e.getBoundingClientRect();
+                   return {left: r.left, top: r.top, right: r.right, bottom: r.bottom}; };
+const legend = document.getElementById('legend');
+return {legend: legend ? box(legend) : null,
+        plots: Array.from(document.querySelectorAll('[id^="plot-area-"]'), box)};
+"""
+
+
+def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        a["left"] < b["right"]
+        and b["left"] < a["right"]
+        and a["top"] < b["bottom"]
+        and (b["top"] < a["bottom"])
+    )
+
+
+CPU_METRICS = ("client_cpu_ns_per_op", "server_cpu_ns_per_op", "cpu_ns_per_op")
+STRATEGIES = ("none", "tokio-timeout", "tokio-timeout-alt", "tokio-timeout-legacy")
+STRATEGIES += ("deadline-tracker", "scheduled-executor", "event-executor", "hashed-wheel")
+STRATEGIES += ("hashed-wheel-offload",)
+
+
+@pytest.fixture(scope="module")
+def timers_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A `make bench SUITES=timers QUICK=1`-sized run: 9 strategies x 2 concurrencies, ratio
+    panels for ops/s and three CPUs per op, 18 latency lines."""
+    metrics = [{"name": "ops_per_sec", "unit": "ops/s", "better": "higher"}]
+    metrics += [{"name": name, "unit": "ns", "better": "lower"} for name in CPU_METRICS]
+    cells = []
+    for i, strategy in enumerate(STRATEGIES):
+        for concurrency in (16, 256):
+            k = 1.0 + 0.1 * i + concurrency / 1000
+            repeats = [
+                {
+                    "ops_per_sec": 1e5 / k * f,
+                    **{name: 5e3 * k * f for name in CPU_METRICS},
+                    "latency_ns": {"p50": 2e5 * k, "p90": 5e5 * k, "p99": 2e6 * k, "p999": 9e6},
+                }
+                for f in (1.0, 0.97, 1.04, 0.99, 1.02)
+            ]
+            cells.append(cell(strategy, "steady", {"concurrency": concurrency}, repeats))
+    doc = run(cells, metrics=metrics, comparisons=compare_cells(cells, "none", metrics))
+    path = tmp_path_factory.mktemp("runs") / "20261128T000000Z-abc1234"
+    path.mkdir()
+    (path / "run.json").write_text(json.dumps(doc))
+    write_all(path)
+    return path
+
+
+def test_charts_fit_a_1280_px_page_and_legends_stay_off_the_plots(
+    driver: Any, timers_dir: Path
+) -> None:
+    run_dir = timers_dir
+    driver.set_window_size(1280, 1000)
+    try:
+        check_images(driver, run_dir / "report.html")  # loaded, so laid out at their size
+        page = driver.execute_script(_PAGE_WIDTHS)
+    finally:
+        driver.set_window_size(1400, 1000)
+    kinds = {chart["src"].split(".")[-2] for chart in page["charts"]}
+    assert kinds == {"ratios", "latency"}, page["charts"]
+    assert page["client"] <= 1280
+    assert page["scroll"] <= page["client"], page  # no horizontal scrollbar
+    for chart in page["charts"]:
+        assert chart["shown"] > 300 and chart["right"] <= page["client"], chart
+    svgs = sorted((run_dir / "charts").glob("*.svg"))
+    assert [p.stem for p in svgs] == sorted(p.stem for p in (run_dir / "charts").glob("*.png"))
+    for svg in svgs:
+        navigate(driver, svg.resolve().as_uri())
+        boxes = driver.execute_script(_CHART_BOXES)
+        assert boxes["plots"], svg
+        if svg.name.endswith(".latency.svg"):
+            assert boxes["legend"] is not None, svg
+        if boxes["legend"] is not None:
+            for plot in boxes["plots"]:
+                assert not overlap(boxes["legend"], plot), (svg.name, boxes)

@@ -11,6 +11,10 @@ PNG, under `<run>/charts/`), one pair per scenario:
   medians over the repeats of the percentiles the workload reports (`latency_ns.p50`, `p90`,
   `p99`, `p999`, `p9999`), log latency axis.
 
+Both fit a report page 1,280 px wide: the ratio panels wrap, two to a row, and the latency
+legend stands beside the plot, never on its lines. Each chart is also written as SVG (the
+report's "open" link), its legend and plot areas marked by id (`legend`, `plot-area-N`).
+
 A chart with nothing to draw is not written. They are redrawn whenever the reports are.
 """
 
@@ -43,20 +47,42 @@ PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9), ("p9
 VERDICT_COLOURS = {"better": "tab:green", "worse": "tab:red", "changed": "tab:orange"}
 
 
+# Ratio panels side by side at most: 2 x 4.2 in + the row labels fit 1,280 px at 100 dpi.
+PANELS_A_ROW = 2
+# Latency legend entries a column before it takes a second one.
+LEGEND_ROWS = 20
+
+
 @dataclass(frozen=True)
 class Chart:
     scenario: str
     kind: str  # "ratios" or "latency"
-    path: str  # relative to the run directory
+    path: str  # the PNG, relative to the run directory
     title: str
+
+    @property
+    def vector(self) -> str:
+        """The same chart as SVG."""
+        return vector_path(self.path)
+
+
+def vector_path(path: str) -> str:
+    return str(Path(path).with_suffix(".svg"))
 
 
 def _save(fig: Any, path: Path) -> None:
-    png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
+    """PNG at `path` and SVG beside it, the legend and plot areas marked by id."""
+    for i, ax in enumerate(fig.axes):
+        ax.patch.set_gid(f"plot-area-{i}")
+        legend = ax.get_legend()
+        if legend is not None:
+            legend.set_gid("legend")
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, png.getvalue())
+    for file, fmt in ((path, "png"), (path.with_suffix(".svg"), "svg")):
+        out = io.BytesIO()
+        fig.savefig(out, format=fmt, dpi=100, bbox_inches="tight")
+        write_atomic(file, out.getvalue())
+    plt.close(fig)
 
 
 def _row_label(entry: Mapping[str, Any], varying: Sequence[str]) -> str:
@@ -86,14 +112,20 @@ def draw_ratios(
     rows = list(dict.fromkeys(_row_label(e, varying) for e in entries))
     if not rows or not metrics:
         return False
+    columns = min(len(metrics), PANELS_A_ROW)
+    panel_rows = math.ceil(len(metrics) / columns)
+    height = 0.45 * len(rows) + 1.6
     fig, axes = plt.subplots(
-        1,
-        len(metrics),
-        figsize=(4.2 * len(metrics) + 1.5, 0.45 * len(rows) + 1.6),
+        panel_rows,
+        columns,
+        figsize=(4.2 * columns + 1.5, height * panel_rows),
         squeeze=False,
         sharey=True,
     )
-    for ax, metric in zip(axes[0], metrics, strict=True):
+    panels = [ax for row in axes for ax in row]
+    for ax in panels[len(metrics) :]:
+        ax.remove()  # an odd panel out
+    for ax, metric in zip(panels, metrics, strict=False):
         for e in entries:
             if e.get("metric") != metric or e.get("ratio") is None:
                 continue
@@ -122,9 +154,10 @@ def draw_ratios(
         ax.grid(True, axis="x", which="both", alpha=0.3)
     axes[0][0].set_yticks(range(len(rows)), rows)
     axes[0][0].invert_yaxis()
+    fig.tight_layout()
     fig.suptitle(
         f"{scenario}: ratio to {baseline}, 95% interval; filled * = significant (p < 0.05)",
-        y=1.0 + 0.35 / (0.45 * len(rows) + 1.6),
+        y=1.0 + 0.35 / (height * panel_rows),
     )
     _save(fig, path)
     return True
@@ -137,7 +170,7 @@ def _percentile_x(p: float) -> float:
 def draw_latency(
     scenario: str, cells: Sequence[Mapping[str, Any]], varying: Sequence[str], path: Path
 ) -> bool:
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
     drawn = False
     for cell in cells:
         flat = [flatten_metrics(r) for r in cell.get("repeats") or []]
@@ -165,7 +198,15 @@ def draw_latency(
     ax.set_ylabel("latency (ms, log)")
     ax.set_title(f"{scenario}: latency by percentile (median of the repeats)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
+    # Beside the plot, not on it: a legend of 18 lines inside the axes covers the data.
+    ax.legend(
+        fontsize="small",
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0.0,
+        ncol=math.ceil(len(ax.get_lines()) / LEGEND_ROWS),
+    )
+    fig.set_figheight(max(4.5, 0.19 * min(len(ax.get_lines()), LEGEND_ROWS) + 0.8))
     _save(fig, path)
     return True
 

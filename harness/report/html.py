@@ -76,6 +76,8 @@ figure.flame { margin: 0; border: 1px solid #d0d7de; border-radius: 6px; padding
 figure.flame figcaption { margin-bottom: .3em; }
 figure.flame img { width: 100%; height: auto; display: block; background: #fff; }
 section.cell { margin-top: 2.5em; }
+figure.chart { margin: 1em 0; max-width: 100%; }
+figure.chart img { max-width: 100%; height: auto; display: block; }
 nav ul { columns: 3 22em; }
 footer { margin-top: 3em; color: #59636e; font-size: 90%; }
 """
@@ -236,10 +238,11 @@ class Page:
             href = run_file(self.run_dir, chart.path)
             if href is None:
                 continue
+            vector = run_file(self.run_dir, chart.vector) or href
             self.add(
                 f'<figure class="plot chart chart-{esc(chart.kind)}">',
                 f"<figcaption><b>{esc(chart.title)}</b> · "
-                f'<a href="{esc(href)}">open</a></figcaption>',
+                f'<a href="{esc(vector)}">open</a></figcaption>',
                 f'<img src="{esc(href)}" alt="{esc(chart.title)}">',
                 "</figure>",
             )
