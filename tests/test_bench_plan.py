@@ -86,7 +86,7 @@ def test_the_step_count_is_what_the_runner_runs(harness_env: dict[str, str]) -> 
                 runs = list(plan.runs())
                 assert len(runs) == steps(plan), (probes, measure, asked)
                 explained = [r for _, r, v in runs if v.explain]
-                count = 0 if probes in ("none", "sched") else 3 if measure else asked or 1
+                count = 0 if probes == "none" else 3 if measure else asked or 1
                 assert len(explained) == 2 * count, (probes, measure, asked)
 
 

@@ -65,8 +65,9 @@ def test_a_run_takes_its_figures_from_the_measurement_repeats_and_keeps_the_expl
         ratio = each["explain_ratio"]
         assert ratio["n"] == 2 and ratio["ratio"] == pytest.approx(statistics.median(pairs))
         assert (ratio["ci95_low"], ratio["ci95_high"]) == (min(pairs), max(pairs))
-        # Each probe's record comes from the repeats it ran on.
-        assert [r["repeat"] for r in each["probes"]["sched"]["repeats"]] == [1, 2, 3, 4]
+        # Each probe's record comes from the repeats it ran on in full: sched runs counters
+        # only on the measurement repeats, so its record is the explain repeats', as offwake's.
+        assert [r["repeat"] for r in each["probes"]["sched"]["repeats"]] == [2, 4]
         assert [r["repeat"] for r in each["probes"]["offwake"]["repeats"]] == [2, 4]
         # No BPF program attached (the probes are unavailable): a share of 0 on every repeat.
         assert [r["bpf_cpu_share"] for r in measured + explained] == [0.0] * 6
@@ -157,11 +158,11 @@ def ids(doc: dict[str, Any]) -> str:
     return str(doc["run_id"])
 
 
-def test_the_measurement_repeats_run_futex_counters_only(
+def test_the_measurement_repeats_run_futex_and_sched_counters_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A kind's measurement_args reach its collector's command line on measurement repeats
-    only: futex --no-stacks; sched has none."""
+    only: futex --no-stacks, sched --counters-only."""
     build = tmp_path / "build"
     build.mkdir()
     for name in ("futex", "sched"):
@@ -184,6 +185,8 @@ def test_the_measurement_repeats_run_futex_counters_only(
         sched = (tmp_path / "sched.args").read_text().split()
         assert futex[:2] == ["--pid", str(os.getpid())] and futex[2] == "--out"
         assert ("--no-stacks" in futex) is measurement and "--no-stacks" not in sched
+        assert sched[:2] == ["--pid", str(os.getpid())]
+        assert ("--counters-only" in sched) is measurement and "--counters-only" not in futex
 
 
 def test_suite_toml_sets_the_explain_repeats_of_a_matrix(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Measurement and explain repeats with real probes on the timers workload: the measurement
-repeats carry sched and record what its BPF programs cost, the explain repeats carry offwake
-too, and the off-wake graph comes from them."""
+repeats carry sched counters only and record what its BPF programs cost, the explain repeats
+carry sched in full and offwake, and the sched record and the off-wake graph come from them."""
 
 from __future__ import annotations
 
@@ -32,22 +32,26 @@ def test_measurement_repeats_record_their_bpf_share_and_explain_repeats_carry_of
     for result in measured + explained:
         assert 0 < result["bpf_cpu_share"] < 1, result
         assert result["ctx_switches_per_op"] > 0
-    # The share is the probes' bpf_stats of that window: sched's alone on a measurement repeat.
-    sched = cell["probes"]["sched"]["repeats"]
-    assert [r["repeat"] for r in sched] == [1, 2, 3]
-    for result, entry in zip(measured, sched, strict=True):
-        assert result["bpf_cpu_share"] == entry["bpf_stats"]["cpu_share"]
-        assert "/explain/" not in entry["path"]
-    # offwake ran on the explain repeat only (round 2 of 3), its file in the explain folder.
+    # offwake ran on the explain repeat only (round 2 of 3), its file in the explain folder;
+    # sched in full there, and the cell keeps that record (with the run-queue histograms).
     assert cell["probe_rounds"] == {"sched": [1, 2, 3], "all": [2]}
     (offwake,) = cell["probes"]["offwake"]["repeats"]
     assert offwake["repeat"] == 2 and offwake["path"].endswith("/explain/r2-offwake.json")
     assert offwake["totals"]["blocks"] > 0
-    # sched's own file of the explain repeat is not kept: run.json points at none of it.
+    (sched,) = cell["probes"]["sched"]["repeats"]
+    assert sched["repeat"] == 2 and sched["path"].endswith("/explain/r2-sched.json")
+    assert (run_dir / sched["path"]).read_text().count('"mode":"full"') == 1
+    assert sum(sched["totals"]["runq_hist_log2_ns"]) > 0
+    assert "runq_latency_ns" in explained[0] and "runq_latency_ns" not in measured[0]
+    # The measurement repeats' counters-only files are not kept: their per-op metrics are in
+    # the repeats' results, and run.json points at none of them.
     explain_folder = (run_dir / offwake["path"]).parent
-    assert sorted(p.name for p in explain_folder.iterdir()) == ["r2-offwake.json"]
-    # Their sum is the explain repeat's share: both probes were attached.
-    assert explained[0]["bpf_cpu_share"] > offwake["bpf_stats"]["cpu_share"] > 0
+    assert sorted(p.name for p in explain_folder.parent.iterdir()) == ["explain"]
+    assert sorted(p.name for p in explain_folder.iterdir()) == ["r2-offwake.json", "r2-sched.json"]
+    # The explain repeat's share is its probes' bpf_stats of that window added up.
+    shares = offwake["bpf_stats"]["cpu_share"] + sched["bpf_stats"]["cpu_share"]
+    assert explained[0]["bpf_cpu_share"] == pytest.approx(shares)
+    assert offwake["bpf_stats"]["cpu_share"] > 0 and sched["bpf_stats"]["cpu_share"] > 0
     # The off-wake graph is drawn from the explain repeat.
     profile = cell["profile"]
     assert (run_dir / profile["offwake_svg"]).is_file() and profile["offwake_ns"] > 0

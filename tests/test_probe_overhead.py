@@ -1,5 +1,5 @@
 """--probe-overhead with the real collectors on the timers workload: sched and futex (counters
-only) are the measurement set, `all`; the explain set, futex with its stacks, runs every round."""
+only) are the measurement set, `all`; the explain set, both in full, runs every round."""
 
 from __future__ import annotations
 
@@ -87,10 +87,11 @@ def test_each_cell_runs_without_probes_with_each_alone_and_with_all(
     assert set(doc["probe_overhead_paired"]) == {"sched", "futex", "explain", "all"}
     assert doc["probe_overhead_paired"]["all"]["n"] == 6
     assert "none concurrency=64 [probes: futex]" in done.stderr
-    # Only the measurement and explain repeats keep raw probe files: sched's of the first,
-    # futex's (with stacks) of the second.
+    # Only the explain repeats keep raw probe files: sched's (in full) and futex's (with
+    # stacks); the measurement repeats ran both counters only.
     run_dir = Path(harness_env["HARNESS_RESULTS"]) / "runs" / doc["run_id"]
-    assert len(list(run_dir.glob("probes/*/*/r*-sched.json"))) == 6  # 2 cells x 3 repeats
+    assert len(list(run_dir.glob("probes/*/*/r*-sched.json"))) == 0
+    assert len(list(run_dir.glob("probes/*/*/explain/r*-sched.json"))) == 6  # 2 cells x 3
     assert len(list(run_dir.glob("probes/*/*/explain/r*-futex.json"))) == 6
     assert len(list(run_dir.glob("probes/**/*.json"))) == 12
     assert not list(run_dir.glob("probes/**/overhead-*"))

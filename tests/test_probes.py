@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 from conftest import only_run, run_harness, runs_dir
+from rich.console import Console
 
 from harness.errors import BadInput
 from harness.format.notes import probe_notes
 from harness.paths import REPO_ROOT
 from harness.probes import btmaps, overhead, registry
 from harness.probes.bpftrace import failed_only_in_teardown, interrupt_until_exit
+from harness.probes.kinds import sched as sched_kind
 from harness.probes.log2 import hist_quantile
 from harness.probes.metrics import per_op_metrics
 from harness.probes.probe import ProbeResult
@@ -210,6 +212,7 @@ SCHED = {
             "voluntary_switches": 30,
             "involuntary_switches": 10,
             "offcpu_ns": 5000,
+            "runq_ns": 100,
             "runq_hist_log2_ns": [0, 0, 0, 0, 4],
             "wakeups_received": 25,
         },
@@ -219,11 +222,19 @@ SCHED = {
             "voluntary_switches": 10,
             "involuntary_switches": 0,
             "offcpu_ns": 3000,
+            "runq_ns": 200,
             "runq_hist_log2_ns": [0, 0, 0, 0, 0, 4],
             "wakeups_received": 15,
         },
         # The server's threads are not the client's.
-        {"pid": 9, "tid": 9, "voluntary_switches": 999, "offcpu_ns": 999, "wakeups_received": 9},
+        {
+            "pid": 9,
+            "tid": 9,
+            "voluntary_switches": 999,
+            "offcpu_ns": 999,
+            "runq_ns": 999,
+            "wakeups_received": 9,
+        },
     ]
 }
 FUTEX = {
@@ -247,6 +258,7 @@ def test_per_op_metrics_count_the_client_only() -> None:
         "voluntary_switches_per_op": 2.0,
         "wakeups_per_op": 2.0,
         "offcpu_ns_per_op": 400.0,
+        "runq_ns_per_op": 15.0,
         # 4 values in [16, 32) and 4 in [32, 64): the median ends the first bucket.
         "runq_latency_ns": {"p50": 32.0, "p99": pytest.approx(32 + 32 * 3.92 / 4)},
         "futex_waits_per_op": 0.4,
@@ -254,6 +266,30 @@ def test_per_op_metrics_count_the_client_only() -> None:
     }
     assert per_op_metrics({"issued": 40}, {"futex": FUTEX}, 7)["futex_waits_per_op"] == 0.2
     assert per_op_metrics({"ops_per_sec": 5.0}, {"sched": SCHED}, 7) == {}
+
+
+def test_sched_counters_only_gives_the_per_op_metrics_but_no_quantiles() -> None:
+    """The measurement repeats' sched (`--counters-only`): switches, wake-ups, off-CPU and
+    run-queue time per op as in full; no histograms, so no run-queue quantiles."""
+    threads = [{**t, "runq_hist_log2_ns": [], "offcpu_hist_log2_ns": []} for t in SCHED["threads"]]
+    counters = {"mode": "counters", "threads": threads}
+    metrics = per_op_metrics({"ok": 20}, {"sched": counters}, 7)
+    full = per_op_metrics({"ok": 20}, {"sched": SCHED}, 7)
+    assert metrics == {key: value for key, value in full.items() if key != "runq_latency_ns"}
+    assert metrics["runq_ns_per_op"] == 15.0
+    assert "runq_ns_per_op" in registry.columns()
+
+
+def test_sched_section_of_counters_shows_run_queue_time_not_quantiles() -> None:
+    threads = [{**t, "runq_hist_log2_ns": []} for t in SCHED["threads"]]
+    console = Console(record=True, width=200)
+    sched_kind.section("sched", {"mode": "counters", "threads": threads}, console)
+    text = console.export_text()
+    assert "run queue" in text and "runq p50" not in text, text
+    assert "1.30µs in the run queue" in text, text  # 100 + 200 + 999 ns
+    console = Console(record=True, width=200)
+    sched_kind.section("sched", SCHED, console)
+    assert "runq p50" in console.export_text()
 
 
 def test_the_cell_record_keeps_paths_totals_and_reasons(tmp_path: Path) -> None:
@@ -363,9 +399,10 @@ def test_unavailable_probes_are_recorded_and_the_run_goes_on(
         for name in ("sched", "futex")
     }
     reasons["bt:syscalls_per_op"] = "bpftrace is not installed (apt install bpftrace)"
-    # sched on the measurement repeats; futex and the script on the one explain repeat, which
-    # ran in the second round of two.
-    rounds = {"sched": [1, 2], "futex": [2], "bt:syscalls_per_op": [2]}
+    # The cell keeps the explain repeat's records (the one explain repeat ran in the second
+    # round of two): the script runs there only, sched and futex run in full there (counters
+    # only on the measurement repeats).
+    rounds = {"sched": [2], "futex": [2], "bt:syscalls_per_op": [2]}
     for name, reason in reasons.items():
         assert cell["probes"][name]["unavailable"] == reason
         assert [r["repeat"] for r in cell["probes"][name]["repeats"]] == rounds[name]

@@ -118,8 +118,8 @@ def test_a_timers_run_gets_per_op_metrics_from_the_collectors(bpf_env: dict[str,
     assert doc["status"] == "complete"
     run_dir = Path(bpf_env["HARNESS_RESULTS"]) / "runs" / doc["run_id"]
     for cell in doc["cells"]:
-        # sched and futex (counters only) on the measurement repeats; both on the explain
-        # repeats (both rounds), futex with its stacks.
+        # sched and futex counters only on the measurement repeats; both in full on the
+        # explain repeats (both rounds): sched with its histograms, futex with its stacks.
         explained = cell["probe_variants"]["explain"]
         for result in cell["repeats"] + explained:
             for name in (
@@ -127,18 +127,22 @@ def test_a_timers_run_gets_per_op_metrics_from_the_collectors(bpf_env: dict[str,
                 "voluntary_switches_per_op",
                 "wakeups_per_op",
                 "offcpu_ns_per_op",
+                "runq_ns_per_op",
                 "futex_waits_per_op",
                 "futex_wait_ns_per_op",
             ):
                 assert result[name] > 0, (cell["id"], name)
             assert result["ctx_switches_per_op"] >= result["voluntary_switches_per_op"]
+        for result in explained:  # the quantiles need the full mode's histograms
             runq = result["runq_latency_ns"]
             assert 0 < runq["p50"] <= runq["p99"]
+        assert all("runq_latency_ns" not in result for result in cell["repeats"])
         assert cell["summary"]["futex_wait_ns_per_op"]["n"] == 2
         assert cell["summary"]["ctx_switches_per_op"]["n"] == 2
-        assert cell["summary"]["runq_latency_ns.p99"]["n"] == 2
+        assert cell["summary"]["runq_ns_per_op"]["n"] == 2
+        assert cell["explain_summary"]["runq_latency_ns.p99"]["n"] == 2
         for name, folder, results in (
-            ("sched", "", cell["repeats"]),
+            ("sched", "explain/", explained),
             ("futex", "explain/", explained),
         ):
             probe = cell["probes"][name]
@@ -148,8 +152,11 @@ def test_a_timers_run_gets_per_op_metrics_from_the_collectors(bpf_env: dict[str,
                 assert entry["path"] == f"probes/{cell['id']}/{folder}r{k}-{name}.json"
                 raw = json.loads((run_dir / entry["path"]).read_text())
                 assert raw["probe"] == name and raw["lost_events"] == 0
-                if name == "futex":  # the cell keeps the explain records, with the stacks
+                # The cell keeps the explain records: sched's full, futex's with the stacks.
+                if name == "futex":
                     assert raw["stacks"] is True
+                else:
+                    assert raw["mode"] == "full"
                 # The window is the measured second, not the warm-up or the set-up, nor cut
                 # short. The harness signals the collectors as it reads measure_start and
                 # measure_end, each late by however long a busy machine keeps it waiting:
@@ -162,7 +169,7 @@ def test_a_timers_run_gets_per_op_metrics_from_the_collectors(bpf_env: dict[str,
                     measured_s,
                 )
                 assert entry["totals"] == raw["totals"]
-    for label in ("ctx sw/op", "wakeups/op", "futex wait/op", "off-CPU/op"):
+    for label in ("ctx sw/op", "wakeups/op", "futex wait/op", "off-CPU/op", "runq/op"):
         assert label in table
 
 

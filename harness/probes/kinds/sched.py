@@ -1,5 +1,10 @@
 """`sched`: context switches, off-CPU time, run-queue latency and wake-ups per thread, from
-the libbpf collector bpf/build/sched (bpf/README.md)."""
+the libbpf collector bpf/build/sched (bpf/README.md).
+
+On the measurement repeats the collector runs `--counters-only` (`"mode": "counters"`): no
+program on sched_switch; the switches, off-CPU and run-queue time per thread are the kernel's
+counters read at the window's edges, the histograms are empty. The explain repeats run it in
+full, with the run-queue histograms."""
 
 from __future__ import annotations
 
@@ -24,18 +29,25 @@ METRICS = (
     ProbeMetric("ctx_switches_per_op", "switches", 10, column="ctx sw/op"),
     ProbeMetric("wakeups_per_op", "wake-ups", 20, column="wakeups/op"),
     ProbeMetric("offcpu_ns_per_op", "ns", 40, column="off-CPU/op"),
+    ProbeMetric("runq_ns_per_op", "ns", 42, column="runq/op"),
     ProbeMetric("runq_latency_ns.p50", "ns", 45, label="run-queue p50", declared=False),
     ProbeMetric("runq_latency_ns.p99", "ns", 50, label="run-queue p99"),
 )
 
 
 def driver(spec: ProbeSpec, out_path: Path, options: DriverOptions) -> Probe:
-    return CollectorProbe(spec, out_path, options.now)
+    return CollectorProbe(spec, out_path, options.now, options.args)
+
+
+def counters_only(data: Data) -> bool:
+    """Output of `--counters-only`: totals per thread, no histograms."""
+    return data.get("mode") == "counters"
 
 
 def derive(data: Data, context: RepeatContext) -> dict[str, Any]:
     """Of the client's threads: switches (all, voluntary: the thread blocked), wake-ups
-    received and off-CPU time per op; run-queue latency quantiles of their histograms."""
+    received, off-CPU and run-queue time per op; run-queue latency quantiles of their
+    histograms (the full mode's: the explain repeats')."""
     if context.ops is None:
         return {}
     ops = context.ops
@@ -47,6 +59,7 @@ def derive(data: Data, context: RepeatContext) -> dict[str, Any]:
         "voluntary_switches_per_op": voluntary / ops,
         "wakeups_per_op": sum(t.get("wakeups_received", 0) for t in threads) / ops,
         "offcpu_ns_per_op": sum(t.get("offcpu_ns", 0) for t in threads) / ops,
+        "runq_ns_per_op": sum(t.get("runq_ns", 0) for t in threads) / ops,
     }
     runq = add_hists([t.get("runq_hist_log2_ns") or [] for t in threads])
     quantiles = {name: hist_quantile(runq, q) for name, q in QUANTILES.items()}
@@ -63,27 +76,34 @@ def _task(pair: Mapping[str, Any], role: str) -> str:
 
 
 def section(name: str, data: Data, console: Console) -> None:
-    """The threads with the most switches, the top wake-up pairs, the totals."""
+    """The threads with the most switches, the top wake-up pairs, the totals. Counters only:
+    run-queue time instead of its quantiles (no histograms)."""
     ns, count, top = terminal.ns, terminal.count, terminal.TOP
+    counters = counters_only(data)
     threads = sorted(
         data.get("threads") or [],
         key=lambda t: t.get("voluntary_switches", 0) + t.get("involuntary_switches", 0),
         reverse=True,
     )
+    runq_columns = ["run queue"] if counters else ["runq p50", "runq p99"]
     table = terminal.table(
         f"sched: top {top} threads by context switches",
-        ["thread", "comm", "voluntary", "involuntary", "off-CPU", "runq p50", "runq p99", "woken"],
+        ["thread", "comm", "voluntary", "involuntary", "off-CPU", *runq_columns, "woken"],
     )
     for t in threads[:top]:
         runq = t.get("runq_hist_log2_ns") or []
+        runq_cells = (
+            [ns(t.get("runq_ns", 0))]
+            if counters
+            else [ns(hist_quantile(runq, 0.5)), ns(hist_quantile(runq, 0.99))]
+        )
         table.add_row(
             f"{t.get('pid')}/{t.get('tid')}",
             str(t.get("comm")),
             count(t.get("voluntary_switches", 0)),
             count(t.get("involuntary_switches", 0)),
             ns(t.get("offcpu_ns", 0)),
-            ns(hist_quantile(runq, 0.5)),
-            ns(hist_quantile(runq, 0.99)),
+            *runq_cells,
             count(t.get("wakeups_received", 0)),
         )
     console.print(table)
@@ -95,15 +115,20 @@ def section(name: str, data: Data, console: Console) -> None:
         table.add_row(_task(w, "waker"), _task(w, "wakee"), count(w.get("count", 0)))
     console.print(table)
     totals = data.get("totals") or {}
-    runq = totals.get("runq_hist_log2_ns") or add_hists(
-        [t.get("runq_hist_log2_ns") or [] for t in threads]
-    )
+    if counters:
+        runq_text = f"{ns(sum(t.get('runq_ns', 0) for t in threads))} in the run queue"
+    else:
+        runq = totals.get("runq_hist_log2_ns") or add_hists(
+            [t.get("runq_hist_log2_ns") or [] for t in threads]
+        )
+        runq_text = (
+            f"run-queue p50 {ns(hist_quantile(runq, 0.5))} p99 {ns(hist_quantile(runq, 0.99))}"
+        )
     console.print(
         f"sched totals: {count(totals.get('voluntary_switches', 0))} voluntary, "
         f"{count(totals.get('involuntary_switches', 0))} involuntary switches, "
         f"{ns(totals.get('offcpu_ns', 0))} off-CPU, {count(totals.get('wakeups', 0))} "
-        f"wake-ups, run-queue p50 {ns(hist_quantile(runq, 0.5))} p99 "
-        f"{ns(hist_quantile(runq, 0.99))}; lost events {data.get('lost_events', 0)}"
+        f"wake-ups, {runq_text}; lost events {data.get('lost_events', 0)}"
     )
 
 
@@ -133,6 +158,10 @@ def stacks(path: Path, data: Data, into: Stacks) -> None:
 
 KIND = ProbeKind(
     name=NAME,
+    # The measurement repeats count without tracing sched_switch (its per-switch cost took
+    # the measurement repeats past 1 % of the CPU); the explain repeats run it in full
+    # (histograms), and the cell's sched section and wake-up graph are theirs.
+    measurement_args=("--counters-only",),
     collector=True,
     driver=driver,
     check=lambda root: availability.collector_check(NAME, root),
