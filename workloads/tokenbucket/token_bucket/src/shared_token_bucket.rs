@@ -8,6 +8,16 @@
 //! it to the winner) and adds the tokens to `head`, at most up to the rovers' cap; tokens
 //! above the cap are lost, because the timestamp moves by the whole elapsed time.
 //!
+//! That rounding is upstream's ([`Replenish::Round`]) and it is not rate-neutral: a shard
+//! that replenishes every 0.5-1 token's time gets a whole token each time and the timestamp
+//! moves by less than a token's time (at 300 ns polls of a 1M/s bucket: a token per 600 ns,
+//! 1.667x the rate). seastar's #1723 (fa80682b0) advanced the timestamp by the tokens' exact
+//! time instead and was reverted (6e80e84a3): with the "replenished yesterday" start and the
+//! 1 h `max_delta` clamp it moved the timestamp by one hour of a day's lag, so every later
+//! replenish found an hour's worth again and bandwidth caps stopped holding.
+//! [`Replenish::Exact`] carries the fraction without that bug: it floors the tokens, moves
+//! the timestamp by their exact time, and by the whole delta past `max_delta`.
+//!
 //! Time is nanoseconds on the caller's monotonic clock, as a `u64`.
 
 use crate::rovers::{wrapping_difference, Rovers};
@@ -21,6 +31,17 @@ pub const MAX_DELTA_NS: u64 = 3_600 * NANOS_PER_SEC;
 /// cannot overflow.
 pub const MAX_RATE: u64 = u64::MAX / 2 / 3_600;
 
+/// How a replenish turns elapsed time into tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Replenish {
+    /// seastar's: `round(rate x delta)` tokens, the timestamp moves by the whole delta.
+    #[default]
+    Round,
+    /// `floor(rate x delta)` tokens, the timestamp moves by exactly their time (the fraction
+    /// of a token carries over); past `max_delta` by the whole delta, as `Round`.
+    Exact,
+}
+
 /// The shared token bucket over rovers `R` (pure or capped-release).
 #[derive(Debug)]
 pub struct SharedTokenBucket<R: Rovers> {
@@ -28,6 +49,7 @@ pub struct SharedTokenBucket<R: Rovers> {
     limit: u64,
     threshold: u64,
     replenished: AtomicU64,
+    replenish: Replenish,
     rovers: R,
 }
 
@@ -42,8 +64,21 @@ impl<R: Rovers> SharedTokenBucket<R> {
             limit,
             threshold: threshold.clamp(1, limit.max(1)),
             replenished: AtomicU64::new(replenished_ns),
+            replenish: Replenish::Round,
             rovers: R::new(limit),
         }
+    }
+
+    /// The same bucket replenishing by `mode`.
+    pub fn with_replenish(self, mode: Replenish) -> Self {
+        SharedTokenBucket {
+            replenish: mode,
+            ..self
+        }
+    }
+
+    pub fn replenish_mode(&self) -> Replenish {
+        self.replenish
     }
 
     /// Takes `tokens`; returns the `head` position at which they are all there.
@@ -71,11 +106,14 @@ impl<R: Rovers> SharedTokenBucket<R> {
             return;
         }
         let delta = now_ns - ts;
-        let extra = self.accumulated_in(delta);
+        let (extra, advance) = match self.replenish {
+            Replenish::Round => (self.accumulated_in(delta), delta),
+            Replenish::Exact => self.exact_tokens_in(delta),
+        };
         if extra >= self.threshold {
             if self
                 .replenished
-                .compare_exchange_weak(ts, ts + delta, Ordering::SeqCst, Ordering::Relaxed)
+                .compare_exchange_weak(ts, ts + advance, Ordering::SeqCst, Ordering::Relaxed)
                 .is_err()
             {
                 return; // next time or another shard
@@ -95,6 +133,21 @@ impl<R: Rovers> SharedTokenBucket<R> {
     pub fn accumulated_in(&self, delta_ns: u64) -> u64 {
         let delta_s = delta_ns.min(MAX_DELTA_NS) as f64 / NANOS_PER_SEC as f64;
         (self.rate() as f64 * delta_s).round() as u64
+    }
+
+    /// `Replenish::Exact`: the whole tokens accrued in `delta_ns` and the time they took, in
+    /// integers (no float rounding). The time is rounded up to whole nanoseconds, so it never
+    /// exceeds `delta_ns` and the bucket never runs above its rate; it loses < 1 ns a replenish.
+    /// Past `max_delta` the tokens are an hour's and the time is the whole delta: advancing by
+    /// an hour only was #1723's bug.
+    fn exact_tokens_in(&self, delta_ns: u64) -> (u64, u64) {
+        let rate = u128::from(self.rate());
+        let tokens = rate * u128::from(delta_ns.min(MAX_DELTA_NS)) / u128::from(NANOS_PER_SEC);
+        if delta_ns > MAX_DELTA_NS || rate == 0 {
+            return (tokens as u64, delta_ns);
+        }
+        let time = (tokens * u128::from(NANOS_PER_SEC)).div_ceil(rate);
+        (tokens as u64, time as u64)
     }
 
     /// Seconds it takes to accumulate `tokens`, in floating point: seastar #1722 fixed an
@@ -213,6 +266,82 @@ mod tests {
             assert!((wait - tokens as f64 / 1e6).abs() < 1e-12);
         }
         assert_eq!(tb.duration_for(0), 0.0);
+    }
+
+    /// A shard grabbing everything there is and replenishing every `poll_ns` of a simulated
+    /// clock for one second: the tokens it got.
+    fn tokens_in_a_second(mode: Replenish, poll_ns: u64) -> u64 {
+        let tb = SharedTokenBucket::<PureRovers>::new(1_000_000, 500, 1, 0).with_replenish(mode);
+        tb.replenish(DAY_NS);
+        tb.grab(tb.head() - tb.tail());
+        let start = tb.tail();
+        let mut now = DAY_NS;
+        while now < DAY_NS + NANOS_PER_SEC {
+            now += poll_ns;
+            tb.replenish(now);
+            tb.grab(tb.head() - tb.tail());
+        }
+        tb.tail() - start
+    }
+
+    /// Upstream's rounding at 300 ns polls of a 1M/s bucket: 300 ns is 0.3 token (0), 600 ns
+    /// is 0.6 (1 token) and the timestamp moves by 600 ns, so a token every 600 ns: 1.667x.
+    #[test]
+    fn round_replenish_at_300ns_polls_gives_five_thirds_of_the_rate() {
+        // The last poll (at 1 s + 200 ns) is the 1_666_667th token's.
+        assert_eq!(tokens_in_a_second(Replenish::Round, 300), 1_666_667);
+        // At a poll of a whole token's time it is exact.
+        assert_eq!(tokens_in_a_second(Replenish::Round, 1_000), 1_000_000);
+    }
+
+    #[test]
+    fn exact_replenish_holds_the_rate_at_any_poll() {
+        for poll_ns in [300, 499, 501, 600, 999, 1_001, 1_500, 33_333] {
+            let got = tokens_in_a_second(Replenish::Exact, poll_ns);
+            // The last poll may end up to a poll past the second.
+            let most = 1_000_000 + poll_ns.div_ceil(1_000);
+            assert!((999_999..=most).contains(&got), "poll {poll_ns} ns: {got}");
+        }
+    }
+
+    /// #1723's bug, which got it reverted: from "replenished yesterday" the first replenish
+    /// is clamped to `max_delta`'s hour; moving the timestamp by that hour's exact time left
+    /// 23 h of lag, so every replenish after it filled the bucket again. Exact moves it by the
+    /// whole delta past `max_delta`.
+    #[test]
+    fn exact_replenish_past_max_delta_takes_the_whole_delta() {
+        let tb = SharedTokenBucket::<PureRovers>::new(1_000_000, 500, 1, 0)
+            .with_replenish(Replenish::Exact);
+        tb.replenish(DAY_NS);
+        assert_eq!(tb.head(), 500);
+        assert_eq!(tb.replenished_ts(), DAY_NS);
+        tb.grab(500);
+        tb.replenish(DAY_NS + 100_000); // 100 µs: 100 tokens, not a refill
+        assert_eq!(tb.head(), 600);
+        assert_eq!(tb.replenished_ts(), DAY_NS + 100_000);
+    }
+
+    /// Exact floors and carries: 2.5 tokens' time gives 2 and leaves the half for later.
+    #[test]
+    fn exact_replenish_carries_the_fraction() {
+        let tb = SharedTokenBucket::<PureRovers>::new(1_000_000, 500, 1, 0)
+            .with_replenish(Replenish::Exact);
+        tb.replenish(DAY_NS);
+        tb.grab(500);
+        tb.replenish(DAY_NS + 2_500);
+        assert_eq!(tb.head(), 502);
+        assert_eq!(tb.replenished_ts(), DAY_NS + 2_000);
+        tb.replenish(DAY_NS + 3_000);
+        assert_eq!(tb.head(), 503);
+        // A rate whose token time is not whole nanoseconds: 3 tokens/µs, 333.3 ns each; the
+        // timestamp is rounded up, never past now.
+        let tb = SharedTokenBucket::<PureRovers>::new(3_000_000, 500, 1, 0)
+            .with_replenish(Replenish::Exact);
+        tb.replenish(DAY_NS);
+        tb.grab(500);
+        tb.replenish(DAY_NS + 500);
+        assert_eq!(tb.head(), 501);
+        assert_eq!(tb.replenished_ts(), DAY_NS + 334);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 #![cfg(not(feature = "loom"))]
 
 use proptest::prelude::*;
-use token_bucket::{CappedRovers, PureRovers, Rovers, SharedTokenBucket};
+use token_bucket::{CappedRovers, PureRovers, Replenish, Rovers, SharedTokenBucket};
 
 const DAY_NS: u64 = 86_400_000_000_000;
 
@@ -96,6 +96,31 @@ proptest! {
                 let replenishes = (j - i) as f64;
                 let granted = trace[j].1 - trace[i].1;
                 let bound = rate as f64 * window_s + limit as f64 + 0.5 * replenishes;
+                prop_assert!(granted as f64 <= bound + 1e-6,
+                    "steps {i}..{j}: granted {granted} > {bound}");
+            }
+        }
+    }
+
+    /// `replenish=exact` at any rate, nanosecond times and a threshold: the tokens are floored
+    /// and the timestamp moves by their time rounded up, so the bound has no rounding term.
+    /// Steps are short (below a token's time at the higher rates), where `round` exceeds it.
+    #[test]
+    fn exact_pure_grants_at_most_rate_times_window_plus_limit(
+        rate in 1_000u64..5_000_000,
+        limit in 1u64..2_000,
+        threshold in 1u64..50,
+        steps in prop::collection::vec((1u64..20_000, 1u64..200), 1..400),
+    ) {
+        let steps: Vec<(u64, u64)> = steps.iter().map(|&(ns, s)| (ns, s.min(limit))).collect();
+        let tb = SharedTokenBucket::<PureRovers>::new(rate, limit, threshold, 0)
+            .with_replenish(Replenish::Exact);
+        let trace = drive(&tb, &steps, |_, _| {});
+        for i in 0..trace.len() {
+            for j in i + 1..trace.len() {
+                let window_s = (trace[j].0 - trace[i].2) as f64 / 1e9;
+                let granted = trace[j].1 - trace[i].1;
+                let bound = rate as f64 * window_s + limit as f64;
                 prop_assert!(granted as f64 <= bound + 1e-6,
                     "steps {i}..{j}: granted {granted} > {bound}");
             }
