@@ -15,6 +15,10 @@
 /* sched_switch passes prev_state since 5.18; before, the state is read from
  * the task (as core_fixes.bpf.h's get_task_state does). Set by the loader. */
 const volatile bool has_prev_state_arg = true;
+/* --counters-only, set by the loader: no switch is traced, so a wake-up only
+ * counts its waker pair (a thread's wake-ups are the sum of its pairs), one
+ * map update instead of two; a new thread still records its creation time. */
+const volatile bool counters_only = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -206,6 +210,11 @@ static __always_inline int on_wakeup(bool btf, struct task_struct *p, bool new_t
 
 	if (!is_target(tgid))
 		return 0;
+	if (counters_only && !new_task) {
+		if (enabled)
+			count_waker(p, tgid, tid);
+		return 0;
+	}
 	st = thread_stats((__u64)tgid << 32 | tid, p);
 	if (!st)
 		return 0;

@@ -308,26 +308,35 @@ static void add_counted(struct result *r, const struct counters_state *cs)
 	r->nsorted = r->nthreads;
 }
 
-/* --counters-only: the wake-ups the BPF side counted, into the thread's row;
- * a thread gone before the window closed gets a row of its wake-ups only. */
-static void add_wakeups_received(const void *key, const void *value, void *ctx)
+/* --counters-only: a thread's wake-ups are the sum of its waker pairs (the BPF
+ * side counts only those); a thread gone before the window closed gets a row
+ * of its wake-ups only. */
+static void add_wakeups_received(struct result *r)
 {
-	const struct thread_stats *st = value;
-	struct result *r = ctx;
-	__u64 pid_tgid = *(const __u64 *)key;
-	struct thread probe = { .tgid = pid_tgid >> 32, .tid = (__u32)pid_tgid }, *t;
+	const struct wakeup *w;
+	struct thread probe, *t;
+	size_t i;
 
-	if (!st->wakeups)
-		return;
-	t = bsearch(&probe, r->threads, r->nsorted, sizeof(probe), cmp_thread);
-	if (!t) {
-		r->threads = grow_array(r->threads, r->nthreads, sizeof(*t));
-		t = &r->threads[r->nthreads++];
-		*t = probe;
+	for (i = 0; i < r->nwakeups; i++) {
+		w = &r->wakeups[i];
+		memset(&probe, 0, sizeof(probe));
+		probe.tgid = w->val.wakee_tgid;
+		probe.tid = w->key.wakee_tid;
+		t = bsearch(&probe, r->threads, r->nsorted, sizeof(probe), cmp_thread);
+		if (!t) {
+			r->threads = grow_array(r->threads, r->nthreads, sizeof(*t));
+			t = &r->threads[r->nthreads++];
+			*t = probe;
+			memcpy(t->st.comm, w->val.wakee_comm, sizeof(t->st.comm));
+			/* Sorted in, so its other pairs find it. */
+			sort_array(r->threads, r->nthreads, sizeof(*t), cmp_thread);
+			r->nsorted = r->nthreads;
+			t = bsearch(&probe, r->threads, r->nsorted, sizeof(probe), cmp_thread);
+		}
+		t->st.wakeups += w->val.count;
+		if (!t->st.comm[0])
+			memcpy(t->st.comm, w->val.wakee_comm, sizeof(t->st.comm));
 	}
-	t->st.wakeups = st->wakeups;
-	if (!t->st.comm[0])
-		memcpy(t->st.comm, st->comm, sizeof(t->st.comm));
 }
 
 /* --counters-only: threads that neither switched nor were woken in the
@@ -474,6 +483,7 @@ int main(int argc, char **argv)
 		unavailable("cannot open the BPF object: %s", strerror(errno));
 	select_programs(skel, mode == ATTACH_TP_BTF, env.counters_only);
 	skel->rodata->has_prev_state_arg = tp_nargs("sched_switch") >= 4;
+	skel->rodata->counters_only = env.counters_only;
 
 	err = sched_bpf__load(skel);
 	if (err)
@@ -497,17 +507,16 @@ int main(int argc, char **argv)
 	run_window(&w, &env);
 	sched_bpf__detach(skel);
 
+	for_each_entry(bpf_map__fd(skel->maps.wakeups), sizeof(struct wakeup_key),
+		       sizeof(struct wakeup_val), add_wakeup, &r);
 	if (env.counters_only) {
 		add_counted(&r, &cs);
-		for_each_entry(bpf_map__fd(skel->maps.threads), sizeof(__u64),
-			       sizeof(struct thread_stats), add_wakeups_received, &r);
+		add_wakeups_received(&r);
 		drop_idle(&r);
 	} else {
 		for_each_entry(bpf_map__fd(skel->maps.threads), sizeof(__u64),
 			       sizeof(struct thread_stats), add_thread, &r);
 	}
-	for_each_entry(bpf_map__fd(skel->maps.wakeups), sizeof(struct wakeup_key),
-		       sizeof(struct wakeup_val), add_wakeup, &r);
 	sort_array(r.threads, r.nthreads, sizeof(*r.threads), cmp_thread);
 	sort_array(r.wakeups, r.nwakeups, sizeof(*r.wakeups), cmp_wakeup);
 
