@@ -76,12 +76,15 @@ fn run_with<R: Rovers + 'static>(
     duration: Duration,
     on_event: &mut dyn FnMut(RunEvent) -> Result<(), String>,
 ) -> Result<Report, String> {
-    let tb = Arc::new(SharedTokenBucket::<R>::new(
-        params.rate,
-        params.limit,
-        params.threshold,
-        monotonic_ns().saturating_sub(DAY_NS),
-    ));
+    let tb = Arc::new(
+        SharedTokenBucket::<R>::new(
+            params.rate,
+            params.limit,
+            params.threshold,
+            monotonic_ns().saturating_sub(DAY_NS),
+        )
+        .with_replenish(params.replenish),
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let window = Arc::new(MeasureWindow::default());
     let start = Arc::new(Barrier::new(params.shards + 1));
@@ -223,7 +226,7 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
         self.counters
             .flow_ratio_max
             .store(1.0f64.to_bits(), Ordering::Relaxed);
-        let mut reactor = Reactor::new();
+        let mut reactor = Reactor::with_config(p.reactor);
         reactor.spawn(Box::new(Worker {
             tb: self.tb.clone(),
             state: state.clone(),
@@ -249,7 +252,7 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
                 counters: self.counters.clone(),
                 window: self.window.clone(),
                 period_ns,
-                per_period: p.rate as f64 / p.shards as f64 * p.release_period.as_secs_f64(),
+                per_period: p.release_per_period(),
                 over_release: p.over_release,
                 last_ns: Some(now),
             }),

@@ -9,8 +9,23 @@ pub fn describe() -> Json {
     let metrics = vec![
         metric("rate_ratio", "x", "higher", "rate ratio", true),
         metric("tokens_per_sec", "tokens/s", "higher", "tokens/s", true),
-        metric("shard_tokens_min", "tokens", "higher", "shard min", true),
-        metric("shard_tokens_max", "tokens", "lower", "shard max", true),
+        // Per shard as rates; the window totals stay for the record (a table labels them so).
+        metric(
+            "shard_tokens_per_sec_min",
+            "tokens/s",
+            "higher",
+            "shard min tokens/s",
+            true,
+        ),
+        metric(
+            "shard_tokens_per_sec_max",
+            "tokens/s",
+            "lower",
+            "shard max tokens/s",
+            true,
+        ),
+        metric("shard_tokens_min", "tokens", "higher", "shard min", false),
+        metric("shard_tokens_max", "tokens", "lower", "shard max", false),
         metric("shard_fairness", "x", "higher", "fairness", true),
         metric("ops_per_sec", "grabs/s", "higher", "grabs/s", false),
         metric("released", "tokens", "higher", "released", false),

@@ -99,6 +99,14 @@ impl Report {
         m.insert("shard_tokens_min".into(), json!(min));
         m.insert("shard_tokens_max".into(), json!(max));
         m.insert(
+            "shard_tokens_per_sec_min".into(),
+            json!(min as f64 / self.seconds),
+        );
+        m.insert(
+            "shard_tokens_per_sec_max".into(),
+            json!(max as f64 / self.seconds),
+        );
+        m.insert(
             "shard_fairness".into(),
             json!(if max == 0 {
                 0.0

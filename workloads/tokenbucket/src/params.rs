@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
+use token_bucket::reactor::{seastar_idle_poll_us, ReactorConfig, TASK_QUOTA_NS};
 use token_bucket::shared_token_bucket::MAX_RATE;
+use token_bucket::Replenish;
 
 use suite_cli::param_values::{
     choice, find_scenario, float, int, resolve_values, BadInput, Kind, ParamSpec, Scenario, Value,
@@ -89,7 +91,7 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "yielding-hog",
-        help: "yielding workers plus the CPU hog task per shard",
+        help: "yielding workers plus the CPU hog task per shard (ours: the perf test has no such case)",
         params: &[("wait", Value::Choice("yield")), ("hog", Value::Choice("on"))],
     },
 ];
@@ -130,6 +132,8 @@ pub fn specs() -> Vec<ParamSpec> {
             "most tokens in the bucket (replenish_limit); 0 = rate/2000, the perf test's; the per-tick cap of a shard is limit/shards"),
         spec("threshold", int(1, max_rate), Value::Int(1),
             "replenish only once this many tokens accumulated (replenish_threshold); at most limit"),
+        spec("replenish", Kind::Choice(&["round", "exact"]), Value::Choice("round"),
+            "round: seastar's round(rate x elapsed) tokens, timestamp += elapsed (a shard polling every 0.5-1 token's time gets a token each poll: above the rate); exact: floor the tokens, timestamp += their exact time (#1723 without its max_delta bug)"),
         spec("max_grab", int(1, 1_000_000), Value::Int(128),
             "grab sizes are uniform in 1..=min(limit/shards, max_grab)"),
         spec("release_period_us", int(1, 1_000_000), Value::Int(500),
@@ -150,6 +154,10 @@ pub fn specs() -> Vec<ParamSpec> {
             "hog: mean of the exponential busy spin (no yield)"),
         spec("hog_rest_us", int(1, 1_000_000), Value::Int(100),
             "hog: mean of the exponential sleep between spins"),
+        spec("idle_poll_us", int(0, 1_000_000), Value::Int(seastar_idle_poll_us() as i64),
+            "an idle shard busy-polls this long before sleeping in the kernel (seastar --idle-poll-time-us; default reactor::calculate_poll_time: 2000 if /sys/hypervisor/type exists, else 200)"),
+        spec("task_quota_us", int(1, 1_000_000), Value::Int((TASK_QUOTA_NS / 1_000) as i64),
+            "longest batch of tasks between timer checks (seastar --task-quota-ms 0.5)"),
         spec("pin", Kind::Choice(&["auto", "off"]), Value::Choice("auto"),
             "auto: pin shard i to the i-th allowed CPU when there are at least as many CPUs as shards (as seastar pins reactors); off: let the kernel place them"),
         spec("series_ms", int(10, 60_000), Value::Int(100),
@@ -167,6 +175,7 @@ pub struct Params {
     /// Resolved: never 0.
     pub limit: u64,
     pub threshold: u64,
+    pub replenish: Replenish,
     pub max_grab: u64,
     pub release_period: Duration,
     pub over_release: f64,
@@ -177,6 +186,7 @@ pub struct Params {
     pub hog: bool,
     pub hog_busy: Duration,
     pub hog_rest: Duration,
+    pub reactor: ReactorConfig,
     pub pin: bool,
     pub series: Duration,
     pub seed: u64,
@@ -230,6 +240,11 @@ impl Params {
             rate,
             limit,
             threshold,
+            replenish: if choice("replenish") == "exact" {
+                Replenish::Exact
+            } else {
+                Replenish::Round
+            },
             max_grab,
             release_period: Duration::from_micros(int("release_period_us")),
             over_release: float("over_release"),
@@ -244,6 +259,10 @@ impl Params {
             hog: choice("hog") == "on",
             hog_busy: Duration::from_micros(int("hog_busy_us")),
             hog_rest: Duration::from_micros(int("hog_rest_us")),
+            reactor: ReactorConfig {
+                task_quota_ns: int("task_quota_us") * 1_000,
+                idle_poll_ns: int("idle_poll_us") * 1_000,
+            },
             pin: choice("pin") == "auto",
             series: Duration::from_millis(int("series_ms")),
             seed: int("seed"),
@@ -259,6 +278,12 @@ impl Params {
     /// A shard's per-tick cap (the perf test's worker `threshold`): limit / shards.
     pub fn per_tick_cap(&self) -> u64 {
         self.limit / self.shards as u64
+    }
+
+    /// The releaser's tokens per period: the perf test's `const uint64_t release_per_tick`
+    /// = rate / shards x period, truncated when it is set.
+    pub fn release_per_period(&self) -> u64 {
+        (self.rate as f64 / self.shards as f64 * self.release_period.as_secs_f64()) as u64
     }
 
     /// Largest grab: min(per-tick cap, max_grab).
@@ -290,9 +315,29 @@ mod tests {
         assert_eq!(p.grab_max(), 125);
         assert_eq!(p.wait, Wait::Sleep);
         assert!(!p.hog);
+        assert_eq!(p.replenish, Replenish::Round);
+        assert_eq!(p.reactor.task_quota_ns, 500_000);
+        assert_eq!(p.reactor.idle_poll_ns, seastar_idle_poll_us() * 1_000);
         let p = resolve(Some(scenario(Some("yielding-hog")).unwrap()), &[]).unwrap();
         assert_eq!(p.wait, Wait::Yield);
         assert!(p.hog);
+    }
+
+    /// The perf test's `release_per_tick` is a `const uint64_t`: 1M t/s over 64 shards is
+    /// 7.8125 tokens per 0.5 ms, released as 7 (10% under the rate), 250 at 2 shards.
+    #[test]
+    fn the_release_share_is_truncated_as_the_perf_tests() {
+        let at = |shards: &str| {
+            resolve(
+                Some(scenario(None).unwrap()),
+                &overrides(&[shards, "limit=6400"]),
+            )
+            .unwrap()
+            .release_per_period()
+        };
+        assert_eq!(at("shards=64"), 7);
+        assert_eq!(at("shards=32"), 15);
+        assert_eq!(at("shards=2"), 250);
     }
 
     #[test]

@@ -123,8 +123,9 @@ pub struct Releaser<R: Rovers> {
     pub counters: Arc<ShardCounters>,
     pub window: Arc<MeasureWindow>,
     pub period_ns: u64,
-    /// Tokens per period: rate / shards x period.
-    pub per_period: f64,
+    /// Tokens per period: rate / shards x period, truncated (the perf test's `const
+    /// uint64_t release_per_tick`).
+    pub per_period: u64,
     pub over_release: f64,
     pub last_ns: Option<u64>,
 }
@@ -133,7 +134,7 @@ impl<R: Rovers> Task for Releaser<R> {
     fn run(&mut self, now_ns: u64) -> Next {
         if let Some(last) = self.last_ns {
             let real_delay = now_ns.saturating_sub(last) as f64;
-            let to_release = (real_delay * self.per_period / self.period_ns as f64
+            let to_release = (real_delay * self.per_period as f64 / self.period_ns as f64
                 * (1.0 + self.over_release)) as u64;
             let mut state = self.state.borrow_mut();
             let tokens = to_release.min(state.available);
