@@ -137,6 +137,14 @@ impl<R: Rovers> BucketMeter<R> {
         }
     }
 
+    /// Whether a poll that dispatched `dispatched` tokens must stop: the pre-#1766
+    /// fair_queue (`exact` mode) dispatches while `dispatched < per_tick_grab_threshold`
+    /// (`fair_queue::dispatch_requests`, fair_queue.cc@d7de45b9a ~364), so one poll cannot
+    /// spend the whole limit. The batched meter bounds its reservations instead.
+    pub fn tick_full(&self, dispatched: u64) -> bool {
+        self.exact && dispatched >= self.per_tick_threshold
+    }
+
     /// Nanoseconds until the reservation is covered (`stream::next_pending_aio`), if any.
     pub fn wait_ns(&self) -> Option<u64> {
         (self.pending_cap > 0).then(|| {

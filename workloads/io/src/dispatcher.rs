@@ -4,9 +4,11 @@
 //! has come issue a request into the shard's FIFO queue (priced by the flow monitor under
 //! flow-monitor), dispatches the queue's head while the bucket meter lets it
 //! (`io_queue::poll_io_queue`), and hands the dispatched requests to the engine. With
-//! requests in flight it waits for a completion at most `MAX_BLOCK_NS` (or until the next
-//! deadline) and yields, so that the shard's other tasks (the hog) run between polls; with
-//! none it sleeps until its next deadline. Once `stop` is set it issues nothing more,
+//! requests in flight it polls again (it yields, so the shard's other tasks, the hog, run
+//! between polls) until `idle_poll_ns` passed without a completion or a dispatch, as a
+//! seastar reactor polls its rings before it sleeps (`--idle-poll-time-us`); then it waits
+//! in the kernel for a completion at most `MAX_BLOCK_NS` (or until the next deadline) and
+//! yields. With none in flight it sleeps until its next deadline (the reactor polls first). Once `stop` is set it issues nothing more,
 //! drops what is still queued (never dispatched: `cancelled`) and finishes when the last
 //! request in flight completed.
 
@@ -43,6 +45,8 @@ pub struct DispatchConfig {
     pub flow_period_ns: u64,
     pub flow_smoothing: f64,
     pub flow_threshold: f64,
+    /// How long the shard polls for completions before it waits in the kernel.
+    pub idle_poll_ns: u64,
 }
 
 /// What a shard did; complete once the dispatcher finished.
@@ -106,6 +110,8 @@ pub struct Dispatcher<R: Rovers> {
     completions: Vec<Completion>,
     flow: FlowMonitor,
     next_flow_ns: u64,
+    /// When a poll last reaped a completion or dispatched a request.
+    last_work_ns: u64,
     started: bool,
     window: Arc<MeasureWindow>,
     stop: Arc<AtomicBool>,
@@ -141,6 +147,7 @@ impl<R: Rovers> Dispatcher<R> {
             completions: Vec::with_capacity(fibers),
             flow: FlowMonitor::new(cfg.flow_smoothing, cfg.flow_threshold),
             next_flow_ns: 0,
+            last_work_ns: 0,
             started: false,
             window,
             stop,
@@ -241,15 +248,21 @@ impl<R: Rovers> Dispatcher<R> {
         self.queued_capacity = 0;
     }
 
-    /// `poll_io_queue`: dispatch the queue's head while the meter lets it.
-    fn dispatch(&mut self, now: u64) -> Result<(), String> {
+    /// `poll_io_queue`: dispatch the queue's head while the meter lets it. Returns how many
+    /// requests it dispatched and whether the per-poll limit left some queued.
+    fn dispatch(&mut self, now: u64) -> Result<(u64, bool), String> {
         let mut available = None;
         if let Some(meter) = &mut self.meter {
             meter.maybe_replenish(now);
             available = Some(meter.reap());
         }
         let in_window = self.window.contains(now);
+        let (mut count, mut tokens) = (0, 0);
         while let Some(&slot) = self.queue.front() {
+            if self.meter.as_ref().is_some_and(|m| m.tick_full(tokens)) {
+                self.engine.flush()?;
+                return Ok((count, true));
+            }
             let cost = self.fibers[slot].cost;
             if let (Some(meter), Some(a)) = (&mut self.meter, &mut available) {
                 match meter.grab(cost, a, self.queued_capacity) {
@@ -266,6 +279,8 @@ impl<R: Rovers> Dispatcher<R> {
                 offset: self.fibers[slot].offset,
             })?;
             self.in_flight += 1;
+            count += 1;
+            tokens += cost;
             self.flow.dispatched(1);
             let mut out = self.outcome.borrow_mut();
             out.dispatched += 1;
@@ -273,7 +288,8 @@ impl<R: Rovers> Dispatcher<R> {
                 out.window_dispatched += 1;
             }
         }
-        self.engine.flush()
+        self.engine.flush()?;
+        Ok((count, false))
     }
 
     /// The next time something is due: an idle fiber's request, the reservation, the flow
@@ -299,6 +315,7 @@ impl<R: Rovers> Dispatcher<R> {
             self.start(now);
         }
         self.engine.reap(&mut self.completions, 0)?;
+        let reaped = self.completions.len();
         self.complete()?;
         if now >= self.next_flow_ns {
             self.flow.update();
@@ -313,15 +330,24 @@ impl<R: Rovers> Dispatcher<R> {
         } else {
             self.issue_due(now);
         }
-        self.dispatch(now)?;
+        let (dispatched, cut) = self.dispatch(now)?;
         if stopping && self.in_flight == 0 {
             return Ok(Next::Done);
+        }
+        if reaped > 0 || dispatched > 0 {
+            self.last_work_ns = now;
+        }
+        if cut {
+            return Ok(Next::Yield); // the rest of the queue goes next poll
         }
         let deadline = self.next_deadline(now, stopping);
         if self.in_flight == 0 {
             return Ok(Next::SleepUntil(deadline));
         }
         let now = monotonic_ns();
+        if now - self.last_work_ns < self.cfg.idle_poll_ns {
+            return Ok(Next::Yield);
+        }
         if deadline > now {
             let wait = (deadline - now).min(MAX_BLOCK_NS);
             self.engine.reap(&mut self.completions, wait)?;

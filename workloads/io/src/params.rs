@@ -7,6 +7,7 @@ use suite_cli::param_values::{
     boolean, choice, find_scenario, float, int, resolve_values, BadInput, Kind, ParamSpec,
     Scenario, Value,
 };
+use token_bucket::reactor::seastar_idle_poll_us;
 
 /// How dispatch is metered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,6 +192,8 @@ pub fn specs() -> Vec<ParamSpec> {
             "size of the scratch file in MiB (the harness creates it; offsets stay below it)"),
         spec("dir", Kind::Text, Value::Text(Cow::Borrowed("")),
             "folder of the scratch file; \"\" = <results>/scratch/ (read by the harness)"),
+        spec("idle_poll_us", int(0, 1_000_000), Value::Int(seastar_idle_poll_us() as i64),
+            "a shard polls for completions (and its timers) this long without work before it waits in the kernel (seastar --idle-poll-time-us; default reactor::calculate_poll_time: 2000 if /sys/hypervisor/type exists, else 200)"),
         spec("pin", Kind::Choice(&["auto", "off"]), Value::Choice("auto"),
             "auto: pin shard i to the i-th allowed CPU when there are at least as many CPUs as shards (as seastar pins reactors); off: let the kernel place them"),
         spec("seed", int(0, (1 << 53) - 1), Value::Int(1),
@@ -219,6 +222,7 @@ pub struct Params {
     pub hog_busy: Duration,
     pub hog_rest: Duration,
     pub file_size: u64,
+    pub idle_poll: Duration,
     pub pin: bool,
     pub seed: u64,
     values: Vec<(&'static str, Value)>,
@@ -282,6 +286,7 @@ impl Params {
             hog_busy: us("hog_busy_us"),
             hog_rest: us("hog_rest_us"),
             file_size,
+            idle_poll: us("idle_poll_us"),
             pin: choice(&values, "pin") == "auto",
             seed: int("seed"),
             values: values.clone(),

@@ -12,7 +12,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use token_bucket::hog::Hog;
 use token_bucket::measure_window::MeasureWindow;
-use token_bucket::reactor::{set_timer_slack_ns, NoObserver, Reactor};
+use token_bucket::reactor::{set_timer_slack_ns, NoObserver, Reactor, ReactorConfig};
 use token_bucket::{cpu_pinning, Rovers, SharedTokenBucket};
 
 use crate::bucket_meter::BucketMeter;
@@ -97,13 +97,17 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
             flow_period_ns: p.flow_period.as_nanos() as u64,
             flow_smoothing: p.flow_smoothing,
             flow_threshold: p.flow_threshold,
+            idle_poll_ns: p.idle_poll.as_nanos() as u64,
         };
         let outcome = Rc::new(RefCell::new(ShardOutcome::default()));
         let meter = self
             .tb
             .clone()
             .map(|tb| BucketMeter::new(tb, p.per_tick_threshold(), R::CAPPED));
-        let mut reactor = Reactor::new();
+        let mut reactor = Reactor::with_config(ReactorConfig {
+            idle_poll_ns: p.idle_poll.as_nanos() as u64,
+            ..ReactorConfig::default()
+        });
         reactor.spawn(Box::new(Dispatcher::new(
             engine,
             meter,

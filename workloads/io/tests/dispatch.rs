@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{run_shard, FakeEngine, Until};
+use common::{run_shard, run_shard_polling, FakeEngine, Until};
 use io_bench::bucket_meter::BucketMeter;
 use io_bench::open_loop::Schedule;
 use io_bench::params::REQUEST_TOKENS;
@@ -27,6 +27,56 @@ fn pure_meter(iops: u64) -> BucketMeter<PureRovers> {
         monotonic_ns().saturating_sub(DAY_NS),
     ));
     BucketMeter::new(tb, limit, false)
+}
+
+/// The capped-era meter (exact reservations) dispatches a poll's requests only while they
+/// cost less than `per_tick_grab_threshold` (fair_queue.cc@d7de45b9a ~364): with a full
+/// bucket of 16 requests and a threshold of 4 requests' tokens, no poll dispatches more than
+/// 4, where it used to send all 16 at once. Counted per flush (one per poll), not timed.
+#[test]
+fn exact_meter_dispatches_at_most_the_per_tick_threshold_a_poll() {
+    let tb = Arc::new(SharedTokenBucket::<PureRovers>::new(
+        100_000 * REQUEST_TOKENS,
+        16 * REQUEST_TOKENS,
+        REQUEST_TOKENS,
+        monotonic_ns().saturating_sub(DAY_NS),
+    ));
+    let engine = FakeEngine::new(16, Duration::ZERO);
+    let most = engine.most_per_flush.clone();
+    let run = run_shard(
+        Box::new(engine),
+        Some(BucketMeter::new(tb, 4 * REQUEST_TOKENS, true)),
+        Schedule::new(0, 0),
+        16,
+        Until::Completed(200),
+    );
+    assert!(run.outcome.error.is_none(), "{:?}", run.outcome.error);
+    assert!(run.outcome.window_completed >= 200);
+    assert_eq!(most.get(), 4, "most requests one poll dispatched");
+}
+
+/// A request in flight for 2 ms: a shard that polls 10 s before it waits never blocks in the
+/// kernel for it (as a seastar reactor polls its ring); with no idle poll it does.
+#[test]
+fn a_shard_polls_its_requests_before_it_waits_in_the_kernel() {
+    let blocking = |idle_poll_ns| {
+        let engine = FakeEngine::new(1, Duration::from_millis(2));
+        let waits = engine.blocking_reaps.clone();
+        let run = run_shard_polling(
+            Box::new(engine),
+            None,
+            Schedule::new(0, 0),
+            1,
+            Until::Completed(5),
+            idle_poll_ns,
+        );
+        assert!(run.outcome.error.is_none(), "{:?}", run.outcome.error);
+        assert!(run.outcome.window_completed >= 5);
+        (waits.get(), run.idle_sleeps)
+    };
+    // 10 s: a wait would need one 2 ms request to have taken 10 s.
+    assert_eq!(blocking(10_000_000_000), (0, 0));
+    assert!(blocking(0).0 >= 1);
 }
 
 /// With iops_limit L, a shard run until 2L requests completed took at least what the bucket

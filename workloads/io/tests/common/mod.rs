@@ -16,7 +16,7 @@ use io_bench::engine::{Completion, Direction, Engine, Request};
 use io_bench::offsets::Offsets;
 use io_bench::open_loop::Schedule;
 use token_bucket::measure_window::MeasureWindow;
-use token_bucket::reactor::{monotonic_ns, Reactor, ReactorObserver};
+use token_bucket::reactor::{monotonic_ns, Reactor, ReactorConfig, ReactorObserver};
 use token_bucket::PureRovers;
 
 /// Whether a missing requirement fails the test rather than skipping it, as in
@@ -78,6 +78,11 @@ pub struct FakeEngine {
     busy: Vec<bool>,
     buffers: Vec<Vec<u8>>,
     pub submitted: u64,
+    /// Requests submitted since the last flush, and the most there were at a flush.
+    unflushed: u64,
+    pub most_per_flush: Rc<std::cell::Cell<u64>>,
+    /// Reaps that were asked to wait for a completion (the shard blocking in the kernel).
+    pub blocking_reaps: Rc<std::cell::Cell<u64>>,
 }
 
 impl FakeEngine {
@@ -88,6 +93,9 @@ impl FakeEngine {
             busy: vec![false; slots],
             buffers: vec![vec![0; 4096]; slots],
             submitted: 0,
+            unflushed: 0,
+            most_per_flush: Rc::default(),
+            blocking_reaps: Rc::default(),
         }
     }
 }
@@ -101,17 +109,24 @@ impl Engine for FakeEngine {
         );
         self.busy[request.slot] = true;
         self.submitted += 1;
+        self.unflushed += 1;
         self.in_flight
             .push_back((monotonic_ns() + self.service_ns, request.slot));
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), String> {
+        let most = &self.most_per_flush;
+        most.set(most.get().max(self.unflushed));
+        self.unflushed = 0;
         Ok(())
     }
 
     fn reap(&mut self, out: &mut Vec<Completion>, wait_ns: u64) -> Result<(), String> {
         let mut now = monotonic_ns();
+        if wait_ns > 0 {
+            self.blocking_reaps.set(self.blocking_reaps.get() + 1);
+        }
         if let Some(&(due, _)) = self.in_flight.front() {
             if due > now && wait_ns > 0 {
                 std::thread::sleep(Duration::from_nanos((due - now).min(wait_ns)));
@@ -178,6 +193,18 @@ pub fn run_shard(
     fibers: usize,
     until: Until,
 ) -> ShardRun {
+    run_shard_polling(engine, meter, schedule, fibers, until, 0)
+}
+
+/// `run_shard` with the shard polling `idle_poll_ns` before it waits in the kernel.
+pub fn run_shard_polling(
+    engine: Box<dyn Engine>,
+    meter: Option<BucketMeter<PureRovers>>,
+    schedule: Schedule,
+    fibers: usize,
+    until: Until,
+    idle_poll_ns: u64,
+) -> ShardRun {
     let window = Arc::new(MeasureWindow::default());
     let stop = Arc::new(AtomicBool::new(false));
     let outcome = Rc::new(RefCell::new(ShardOutcome::default()));
@@ -189,8 +216,12 @@ pub fn run_shard(
         flow_period_ns: 75_000_000,
         flow_smoothing: 0.95,
         flow_threshold: 1.1,
+        idle_poll_ns,
     };
-    let mut reactor = Reactor::new();
+    let mut reactor = Reactor::with_config(ReactorConfig {
+        idle_poll_ns,
+        ..ReactorConfig::default()
+    });
     reactor.spawn(Box::new(Dispatcher::new(
         engine,
         meter,
