@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +14,40 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.format.cells import param_text
-from harness.format.notes import notes
+from harness.format.metrics import (
+    fitted_candidates,
+    heading,
+    headline_metrics,
+    metric_columns,
+    table_labels,
+)
+from harness.format.notes import grouped, notes
 from harness.format.numbers import DASH, human_p, is_time_metric
 from harness.probes import registry
 from harness.profiles.run_diff import diff_runs
 from harness.rundoc import jsonfile
 from harness.stats import compare_samples, metric_values, params_key, summarize_values
-from harness.tables import VERDICT_STYLES, Layout, figure, fitting_table, new_table, ratio_figure
+from harness.tables import (
+    VERDICT_STYLES,
+    Layout,
+    figure,
+    fitted_table,
+    fitting_table,
+    new_table,
+    ratio_figure,
+)
 
 CellKey = tuple[str, str, str, str]
+LEGEND = (
+    "A, B: median of the repeats [95% interval of the median]; B/A: ratio of medians "
+    "[95% bootstrap interval]; p: Mann-Whitney U, two-sided; * and verdict: p < 0.05, "
+    "better or worse by the metric's direction; inconclusive: too few repeats for "
+    "p < 0.05 to be possible"
+)
+FITTED_LEGEND = (
+    "B/A: ratio of medians [95% bootstrap interval]; * Mann-Whitney U two-sided p < 0.05 "
+    "(green better, red worse by the metric's direction)"
+)
 RESULT_FIELDS = ("ratio", "ci95_low", "ci95_high", "p_value", "significant", "verdict", "reason")
 
 
@@ -142,24 +168,38 @@ def _warnings(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def comparison_table(
-    entries: Sequence[Mapping[str, Any]], units: Mapping[str, str], layout: Layout
-) -> Table:
-    """Rows are (cell, metric); a rule separates cells. Narrow tables fold p into B/A."""
-    scenarios = {str(e["scenario"]) for e in entries}
+def _cell_columns(table: Table, entries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Add the columns that tell cells apart (strategy, the scenario when there are several,
+    the params that vary); returns the names of those params."""
     param_names = dict.fromkeys(name for e in entries for name in e["params"])
     params = [
         name
         for name in param_names
         if len({params_key({"v": e["params"].get(name)}) for e in entries}) > 1
     ]
-    table = new_table(None, layout)
-    wide = layout == "wide"
     table.add_column("strategy", no_wrap=True, overflow="fold")
-    if len(scenarios) > 1:
+    if len({str(e["scenario"]) for e in entries}) > 1:
         table.add_column("scenario", no_wrap=True, overflow="fold")
     for name in params:
         table.add_column(name, justify="right", no_wrap=True, overflow="fold")
+    return params
+
+
+def _cell_row(entry: Mapping[str, Any], scenarios: bool, params: Sequence[str]) -> list[Text | str]:
+    row: list[Text | str] = [str(entry["strategy"])]
+    if scenarios:
+        row.append(str(entry["scenario"]))
+    return row + [param_text(entry["params"].get(param)) for param in params]
+
+
+def comparison_table(
+    entries: Sequence[Mapping[str, Any]], units: Mapping[str, str], layout: Layout
+) -> Table:
+    """--wide: rows are (cell, metric); a rule separates cells. Narrow tables fold p into B/A."""
+    table = new_table(None, layout)
+    wide = layout == "wide"
+    params = _cell_columns(table, entries)
+    scenarios = len({str(e["scenario"]) for e in entries}) > 1
     table.add_column("metric", no_wrap=True, overflow="fold")
     table.add_column("A", justify="right", overflow="fold")
     table.add_column("B", justify="right", overflow="fold")
@@ -171,10 +211,7 @@ def comparison_table(
     for index, entry in enumerate(entries):
         name = str(entry["metric"])
         time_ns = is_time_metric(name, units.get(name))
-        row: list[Text | str] = [str(entry["strategy"])]
-        if len(scenarios) > 1:
-            row.append(str(entry["scenario"]))
-        row += [param_text(entry["params"].get(param)) for param in params]
+        row = _cell_row(entry, scenarios, params)
         row += [name, figure(entry["a"], time_ns, layout), figure(entry["b"], time_ns, layout)]
         row.append(ratio_figure(entry, layout))
         if wide:
@@ -189,24 +226,96 @@ def comparison_table(
     return table
 
 
+def ratio_table(
+    cells: Sequence[Mapping[str, Mapping[str, Any]]],
+    headings: Mapping[str, str],
+    columns: Sequence[str],
+    layout: Layout,
+    full: bool,
+) -> Table:
+    """The default table: a row a cell, a column a metric, each B/A with its * mark and
+    interval. `full` gives it the roomy gaps of --wide (the default table is not)."""
+    entries = [entry for cell in cells for entry in cell.values()]
+    table = new_table("B/A, the ratio of B's median to A's", layout, roomy=full)
+    params = _cell_columns(table, entries)
+    scenarios = len({str(e["scenario"]) for e in entries}) > 1
+    for name in columns:
+        table.add_column(headings[name], justify="right", overflow="fold")
+    for cell in cells:
+        row = _cell_row(next(iter(cell.values())), scenarios, params)
+        table.add_row(*row, *(ratio_figure(cell.get(name), layout) for name in columns))
+    return table
+
+
+def by_cell(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Mapping[str, Any]]]:
+    """The matched entries of each cell, metric -> entry, cells in A's order."""
+    cells: dict[tuple[str, str, str], dict[str, Mapping[str, Any]]] = {}
+    for e in entries:
+        key = (str(e["strategy"]), str(e["scenario"]), params_key(e["params"]))
+        cells.setdefault(key, {})[str(e["metric"])] = e
+    return list(cells.values())
+
+
+def fitted_comparison(
+    matched: Sequence[Mapping[str, Any]],
+    declared: Sequence[Mapping[str, Any]],
+    console: Console,
+) -> tuple[Table, list[str], list[str]]:
+    """The default table, the metrics it shows and those it left out: the headline metrics
+    first, then CPU per op and the probes' figures, as many as fit the console on one line a
+    row (the run table's choice, harness.tables.fitted_table)."""
+    declaring = {"metrics": declared}
+    units = {str(m["name"]): str(m.get("unit", "")) for m in declared}
+    labels = table_labels(declaring)
+    headline = headline_metrics(declaring)
+    present = dict.fromkeys(str(e["metric"]) for e in matched)
+    # A run of metrics none of the tables know still gets its first one.
+    candidates = fitted_candidates(metric_columns([present], headline), headline, units) or [
+        next(iter(present))
+    ]
+    headings = {name: heading(name, labels, units) for name in candidates}
+    build = partial(ratio_table, by_cell(matched), headings)
+    table, chosen = fitted_table(build, candidates, candidates[:1], console)
+    left_out = [name for name in (*candidates, *present) if name not in chosen]
+    return table, chosen, [labels.get(name, name) for name in dict.fromkeys(left_out)]
+
+
 def render(
     a: Mapping[str, Any],
     b: Mapping[str, Any],
     entries: Sequence[Mapping[str, Any]],
     console: Console,
+    wide: bool = False,
 ) -> None:
+    """Both runs, warnings, the table and its notes. By default the table fits the console,
+    a line a cell with the B/A ratios; `wide`: a row per cell and metric with A, B and p."""
     console.print(_describe("A", a))
     console.print(_describe("B", b))
     for note in _warnings(a, b):
         console.print(Text(f"warning: {note}", style="yellow"))
     matched = [e for e in entries if e["metric"] is not None]
-    units = {str(m["name"]): str(m.get("unit", "")) for m in declared_metrics(a, b)}
-    if matched:
+    declared = declared_metrics(a, b)
+    units = {str(m["name"]): str(m.get("unit", "")) for m in declared}
+    noted = matched
+    if not matched:
+        console.print("no cell appears in both runs")
+    elif wide:
         console.print(
             fitting_table(lambda layout: comparison_table(matched, units, layout), console)
         )
     else:
-        console.print("no cell appears in both runs")
+        table, chosen, hidden = fitted_comparison(matched, declared, console)
+        console.print(table)
+        noted = [e for e in matched if e["metric"] in chosen]  # notes on the figures shown
+        console.print(
+            Text(
+                f"{len(hidden)} more column{'s' if len(hidden) != 1 else ''} "
+                f"({', '.join(hidden)}), A's and B's medians, p and the verdicts: --wide, --json"
+                if hidden
+                else "A's and B's medians, p and the verdicts: --wide, --json",
+                style="dim",
+            )
+        )
     for entry in entries:
         if entry["metric"] is None:
             params = " ".join(f"{k}={param_text(v)}" for k, v in entry["params"].items())
@@ -214,20 +323,23 @@ def render(
                 f"{entry['verdict']}: {entry['strategy']} · {entry['scenario']}"
                 + (f" · {params}" if params else "")
             )
-    for line in notes(matched, strategy_key="strategy"):
-        console.print(Text(line, style="yellow"))
-    console.print(
-        Text(
-            "A, B: median of the repeats [95% interval of the median]; B/A: ratio of medians "
-            "[95% bootstrap interval]; p: Mann-Whitney U, two-sided; * and verdict: p < 0.05, "
-            "better or worse by the metric's direction; inconclusive: too few repeats for "
-            "p < 0.05 to be possible",
-            style="dim",
+    lines = notes(noted, strategy_key="strategy")
+    if not wide:
+        cells = {
+            (e["strategy"], e["scenario"], params_key(e["params"])) for e in noted if e["reason"]
+        }
+        which = f"{len(cells)} cell{'s' if len(cells) > 1 else ''}"
+        lines = grouped(
+            lines, f"{len(lines)} notes on missing ratios or p-values ({which}): --wide"
         )
-    )
+    for line in lines:
+        console.print(Text(line, style="yellow"))
+    console.print(Text(LEGEND if wide else FITTED_LEGEND, style="dim"))
 
 
-def compare_command(run_a: Path, run_b: Path, console: Console, as_json: bool) -> int:
+def compare_command(
+    run_a: Path, run_b: Path, console: Console, as_json: bool, wide: bool = False
+) -> int:
     """Exit 0 after comparing; 2 when either path is not a readable run."""
     try:
         a = jsonfile.as_json(jsonfile.load_run(run_a))
@@ -240,7 +352,14 @@ def compare_command(run_a: Path, run_b: Path, console: Console, as_json: bool) -
     if as_json:
         console.out(json.dumps(entries, indent=2), highlight=False)
     else:
-        render(a, b, entries, console)
+        render(a, b, entries, console, wide)
+    if not wide:
+        by_reason: dict[str, int] = {}  # the lines are "cell id: reason"; reason -> cells
+        for line in missing:
+            reason = line.partition(": ")[2]
+            by_reason[reason] = by_reason.get(reason, 0) + 1
+        reasons = "; ".join(f"{reason} ({n})" for reason, n in by_reason.items())
+        missing = grouped(missing, f"{len(missing)} cells: {reasons}; --wide names each")
     out = Console(stderr=True) if as_json else console
     for graph in graphs:
         out.print(f"differential flame graph (A -> B): {graph}", highlight=False)

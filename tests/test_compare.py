@@ -1,5 +1,6 @@
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -7,6 +8,7 @@ import pytest
 import rundocs
 from rich.console import Console
 
+from harness.cli import main
 from harness.compare import compare_command
 from harness.stats import summarize_cell
 
@@ -69,9 +71,9 @@ def runs(tmp_path: Path) -> tuple[Path, Path]:
     return a, b
 
 
-def run(a: Path, b: Path, as_json: bool, width: int = 160) -> tuple[int, str]:
+def run(a: Path, b: Path, as_json: bool, width: int = 160, wide: bool = False) -> tuple[int, str]:
     console = Console(record=True, width=width, file=io.StringIO())
-    code = compare_command(a, b, console, as_json)
+    code = compare_command(a, b, console, as_json, wide)
     return code, ascii_text(console.export_text())
 
 
@@ -103,6 +105,15 @@ def test_compare_json_has_ratios_verdicts_and_unmatched_cells(runs: tuple[Path, 
 def test_compare_table(runs: tuple[Path, Path]) -> None:
     code, out = run(*runs, as_json=False)
     assert code == 0
+    tokio = next(line for line in out.splitlines() if "tokio-timeout" in line)
+    ops, p99 = ["2.00x", "*", "[1.94-2.06]"], ["0.50x", "*", "[0.49-0.52]"]
+    assert tokio.split() == ["tokio-timeout", *ops, *p99]  # a line, the ratios of B to A
+    assert "only in B: hashed-wheel · steady · concurrency=4096" in out
+
+
+def test_compare_wide_table(runs: tuple[Path, Path]) -> None:
+    code, out = run(*runs, as_json=False, wide=True)
+    assert code == 0
     assert "A  run-a" in out and "B  run-b" in out
     tokio = next(line for line in out.splitlines() if "tokio-timeout" in line and "ops" in line)
     assert "550.0k [539.0-561.0k]" in tokio
@@ -115,8 +126,8 @@ def test_compare_table(runs: tuple[Path, Path]) -> None:
     assert "Mann-Whitney U" in out
 
 
-def test_compare_table_fits_100_columns(runs: tuple[Path, Path]) -> None:
-    code, out = run(*runs, as_json=False, width=100)
+def test_compare_wide_table_fits_100_columns(runs: tuple[Path, Path]) -> None:
+    code, out = run(*runs, as_json=False, width=100, wide=True)
     assert code == 0
     assert "…" not in out
     assert max(len(line) for line in out.splitlines()) <= 100
@@ -198,3 +209,217 @@ def test_compare_rejects_what_is_not_a_run_with_exit_2(
     err = capsys.readouterr().err
     assert err.startswith("error: ")
     assert message in err
+
+
+TIMERS_STRATEGIES = (
+    "none",
+    "tokio-timeout",
+    "tokio-timeout-alt",
+    "tokio-timeout-legacy",
+    "deadline-tracker",
+    "scheduled-executor",
+    "event-executor",
+    "hashed-wheel",
+    "hashed-wheel-offload",
+)
+TIMERS_METRICS = [
+    {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
+    {"name": "latency_ns.p50", "unit": "ns", "better": "lower"},
+    {"name": "latency_ns.p99", "unit": "ns", "better": "lower"},
+    {"name": "client_cpu_ns_per_op", "unit": "ns", "better": "lower"},
+    {"name": "server_cpu_ns_per_op", "unit": "ns", "better": "lower"},
+    {"name": "cpu_ns_per_op", "unit": "ns", "better": "lower"},
+    {"name": "timeouts", "unit": "requests", "better": "lower"},
+    {"name": "errors", "unit": "requests", "better": "lower"},
+    {"name": "ctx_switches_per_op", "unit": "switches", "better": "lower"},
+    {"name": "wakeups_per_op", "unit": "wake-ups", "better": "lower"},
+    {"name": "futex_wait_ns_per_op", "unit": "ns", "better": "lower"},
+    {"name": "offcpu_ns_per_op", "unit": "ns", "better": "lower"},
+    {"name": "mutex_share", "unit": "share", "better": "lower"},
+]
+
+
+def timers_cell(strategy: str, concurrency: int, k: float) -> dict[str, Any]:
+    """A timers cell as `make bench SUITES=timers QUICK=1` records it: every metric, the
+    probes' per-op figures, timeouts in the tokio cells; `k` scales it (ops up, times down)."""
+    results = [
+        {
+            "event": "result",
+            "ops_per_sec": 715_300 * k * f,
+            "latency_ns": {"p50": 158_200 / k * f, "p99": 1_180_000 / k * f},
+            "client_cpu_ns_per_op": 6_390 / k * f,
+            "server_cpu_ns_per_op": 4_390 / k * f,
+            "cpu_ns_per_op": 10_800 / k * f,
+            "timeouts": 3 if "tokio" in strategy else 0,
+            "errors": 0,
+            "ctx_switches_per_op": 0.0137 / k * f,
+            "wakeups_per_op": 0.00904 / k * f,
+            "futex_wait_ns_per_op": 18_000 / k * f,
+            "offcpu_ns_per_op": 26_600 / k * f,
+            "mutex_share": 0.258 / k * f,
+        }
+        for f in SPREAD
+    ]
+    params = {"concurrency": concurrency, "timeout_ms": 500}
+    return rundocs.cell(strategy, "steady", params, results)
+
+
+@pytest.fixture
+def timers_runs(tmp_path: Path) -> tuple[Path, Path]:
+    """18 cells in each run; B is 5% slower per strategy down the list (none: unchanged)."""
+    runs = []
+    for name, step in (("a", 0.0), ("b", 0.05)):
+        cells = [
+            timers_cell(strategy, concurrency, 1.0 - step * i)
+            for i, strategy in enumerate(TIMERS_STRATEGIES)
+            for concurrency in (16, 256)
+        ]
+        runs.append(write_run(tmp_path / name, f"run-{name}", cells, metrics=TIMERS_METRICS))
+    return runs[0], runs[1]
+
+
+def heading_rule(lines: list[str]) -> int:
+    return next(i for i, line in enumerate(lines) if line.strip().startswith("─"))
+
+
+def table_header(text: str) -> list[str]:
+    """The words of the table's heading line, above its rule."""
+    lines = text.splitlines()
+    return lines[heading_rule(lines) - 1].split()
+
+
+def table_rows(text: str) -> list[str]:
+    """The lines of the table under its heading rule, up to the blank line."""
+    lines = text.splitlines()
+    body = lines[heading_rule(lines) + 1 :]
+    return body[: next(i for i, line in enumerate(body) if not line.strip())]
+
+
+def test_the_default_compare_table_fits_100_columns_a_line_a_cell(
+    timers_runs: tuple[Path, Path],
+) -> None:
+    code, out = run(*timers_runs, as_json=False, width=100)
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 100
+    rows = table_rows(out)
+    # One line a row: 18 cells, 18 lines, each starting with its strategy and concurrency.
+    assert [row.split()[:2] for row in rows] == [
+        [s, c] for s in TIMERS_STRATEGIES for c in ("16", "256")
+    ]
+    assert table_header(out)[:5] == [
+        "strategy",
+        "concurrency",
+        "ops/s",
+        "p50",
+        "p99",
+    ]  # headline first
+    assert "B/A" in out.split("strategy")[0]  # the table's title says what the figures are
+    # Every figure whole: a ratio, its significance mark, its interval in brackets.
+    figure = r"\d+(\.\d+)?x|\*|\[\d+(\.\d+)?-\d+(\.\d+)?\]"
+    for row in rows:
+        for token in row.split()[2:]:
+            assert re.fullmatch(figure, token), (token, row)
+    assert rows[0].split()[2:5] == ["1.00x", "[0.97-1.03]", "1.00x"]  # none: no change
+    # deadline-tracker's B is 0.8x A: ops/s 0.80x, p50 and p99 1.25x, each significant.
+    assert rows[8].split()[2:][:9] == [
+        "0.80x",
+        "*",
+        "[0.78-0.82]",
+        "1.25x",
+        "*",
+        "[1.21-1.29]",
+        "1.25x",
+        "*",
+        "[1.21-1.29]",
+    ]
+
+
+def test_the_default_compare_table_names_what_it_left_out(
+    timers_runs: tuple[Path, Path],
+) -> None:
+    out = run(*timers_runs, as_json=False, width=100)[1]
+    header = " ".join(table_header(out))
+    found = re.search(r"(\d+)morecolumns\(([^)]*)\)([^\n]*)", re.sub(r"\s+", "", out))
+    assert found is not None, out
+    named = found[2].split(",")
+    assert int(found[1]) == len(named) and "timeouts" in named and "errors" in named
+    labels = ("ops/s", "p50", "p99", "client CPU/op", "server CPU/op", "CPU/op", "ctx sw/op")
+    labels += ("wakeups/op", "futex wait/op", "off-CPU/op", "mutex %", "timeouts", "errors")
+    for label in labels:  # each metric either in the table or named under it
+        assert (label.replace(" ", "") in named) != (f" {label} " in f" {header} "), label
+    assert "--wide" in found[3]
+
+
+def test_compare_wide_has_every_column_and_metric(timers_runs: tuple[Path, Path]) -> None:
+    code, out = run(*timers_runs, as_json=False, width=200, wide=True)
+    assert code == 0
+    header = ["strategy", "concurrency", "metric", "A", "B", "B/A", "p", "verdict"]
+    assert table_header(out) == header
+    metrics = [str(m["name"]) for m in TIMERS_METRICS]
+    for strategy in TIMERS_STRATEGIES:
+        for concurrency in ("16", "256"):
+            shown = {
+                row.split()[2]
+                for row in out.splitlines()
+                if row.split()[:2] == [strategy, concurrency]
+            }
+            assert shown == set(metrics), (strategy, concurrency)
+    assert "more columns" not in out
+    tracker = next(
+        row for row in out.splitlines() if row.split()[:3] == ["deadline-tracker", "16", "timeouts"]
+    )
+    assert "0 [0-0]" in tracker
+    narrow = run(*timers_runs, as_json=False, width=100, wide=True)[1]
+    assert max(len(line) for line in narrow.splitlines()) <= 100  # spread over lines, as before
+    for name in metrics:
+        assert name in narrow
+
+
+def test_the_default_compare_output_groups_its_notes_and_wide_gives_each(
+    tmp_path: Path, timers_runs: tuple[Path, Path]
+) -> None:
+    out = run(*timers_runs, as_json=False, width=100)[1]
+    graphs = [line for line in out.splitlines() if line.startswith("no differential graph")]
+    assert graphs == [
+        "no differential graph for 18 cells: no on-CPU profile in A (18); --wide names each"
+    ]
+    wide = run(*timers_runs, as_json=False, width=200, wide=True)[1]
+    graphs = [line for line in wide.splitlines() if line.startswith("no differential graph")]
+    assert len(graphs) == 18
+    # An old run without the latency and CPU figures, both with 3 repeats: a note on p for
+    # ops/s, one on each other metric.
+    old = cell("none", 715_300, 10)
+    old["repeats"] = [{"event": "result", "ops_per_sec": r["ops_per_sec"]} for r in old["repeats"]]
+    new = timers_cell("none", 4096, 1.0)
+    for c in (old, new):
+        c["params"] = {"concurrency": 4096}
+        c["repeats"] = c["repeats"][:3]
+        c["summary"] = summarize_cell(c["repeats"])
+    a = write_run(tmp_path / "old", "run-a", [old], metrics=TIMERS_METRICS)
+    b = write_run(tmp_path / "new", "run-b", [new], metrics=TIMERS_METRICS)
+    out = run(a, b, as_json=False, width=100)[1]
+    assert not [line for line in out.splitlines() if line.startswith("note")], out
+    grouped = re.findall(
+        r"^(\d+) notes on missing ratios or p-values \(1 cell\): --wide$", out, re.M
+    )
+    assert len(grouped) == 1 and int(grouped[0]) > 3, out
+    wide = run(a, b, as_json=False, width=200, wide=True)[1]
+    assert "note (none concurrency=4096): run A has no values of latency_ns.p50" in wide
+
+
+def test_harness_compare_fits_columns_and_takes_wide(
+    timers_runs: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The verb: the console's width from $COLUMNS, --wide on the command line."""
+    monkeypatch.setenv("COLUMNS", "100")
+    a, b = (str(path) for path in timers_runs)
+    assert main(["compare", a, b]) == 0
+    out = ascii_text(capsys.readouterr().out)
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert len(table_rows(out)) == 18 and "10 more columns" in out
+    assert main(["compare", a, b, "--wide"]) == 0
+    wide = ascii_text(capsys.readouterr().out)
+    assert max(len(line) for line in wide.splitlines()) <= 100
+    assert "more columns" not in wide and "mutex_share" in wide and "p=" in wide

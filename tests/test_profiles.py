@@ -276,7 +276,7 @@ def test_profiled_run_draws_every_graph(profile_env: dict[str, str]) -> None:
 def test_compare_two_real_runs(profile_env: dict[str, str]) -> None:
     first, _ = profiled_run(profile_env)
     second, _ = profiled_run(profile_env)
-    done = run_harness(["compare", str(first), str(second)], profile_env)
+    done = run_harness(["compare", str(first), str(second), "--wide"], profile_env)
     assert done.returncode == 0, done.stderr
     assert "ops_per_sec" in done.stdout and "ctx_switches_per_op" in done.stdout
     graphs = sorted((second / "compare").glob("*/*.diff.svg"))

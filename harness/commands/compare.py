@@ -8,6 +8,7 @@ from pathlib import Path
 from harness import compare
 from harness.commands import consoles
 from harness.commands.parsing import FORMATTER, Commands, help_text
+from harness.commands.runs import add_wide_option
 
 
 def add_parser(commands: Commands) -> None:
@@ -17,9 +18,11 @@ def add_parser(commands: Commands) -> None:
         formatter_class=FORMATTER,
         description=help_text("""
             Compare the cells two runs have in common: ratio of B to A per metric with its
-            95% interval and significance. Cells with an on-CPU profile in both runs also get
-            a differential flame graph (A first: red is more in B), written under
-            RUN_B/compare/<A's run id>/.
+            95% interval and significance. By default the table fits the terminal, a line a
+            cell with the headline metrics' ratios first; --wide gives a row per cell and
+            metric with A's and B's medians, p and the verdict. Cells with an on-CPU profile
+            in both runs also get a differential flame graph (A first: red is more in B),
+            written under RUN_B/compare/<A's run id>/.
             """),
         epilog=help_text("""
             examples:
@@ -31,8 +34,9 @@ def add_parser(commands: Commands) -> None:
     p.add_argument("run_a", type=Path, metavar="RUN_A", help="run directory or run.json (before)")
     p.add_argument("run_b", type=Path, metavar="RUN_B", help="run directory or run.json (after)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout")
+    add_wide_option(p)
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    return compare.compare_command(args.run_a, args.run_b, consoles.stdout(), args.json)
+    return compare.compare_command(args.run_a, args.run_b, consoles.stdout(), args.json, args.wide)
