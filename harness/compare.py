@@ -362,7 +362,9 @@ def compare_command(
         missing = grouped(missing, f"{len(missing)} cells: {reasons}; --wide names each")
     out = Console(stderr=True) if as_json else console
     for graph in graphs:
-        out.print(f"differential flame graph (A -> B): {graph}", highlight=False)
+        # Whole, for a click or a copy: the terminal wraps a path wider than it, rich would
+        # break it with a newline.
+        out.print(f"differential flame graph (A -> B): {graph}", highlight=False, soft_wrap=True)
     for line in missing:
         out.print(f"[dim]no differential graph for {line}[/]", highlight=False)
     return 0

@@ -423,3 +423,12 @@ def test_harness_compare_fits_columns_and_takes_wide(
     wide = ascii_text(capsys.readouterr().out)
     assert max(len(line) for line in wide.splitlines()) <= 100
     assert "more columns" not in wide and "mutex_share" in wide and "p=" in wide
+
+
+def test_a_differential_graph_path_is_never_broken(
+    runs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = runs[1] / "compare" / "run-a" / ("tokio-timeout__concurrency=4096" * 3 + ".diff.svg")
+    monkeypatch.setattr("harness.compare.diff_runs", lambda *_: ([graph], []))
+    out = run(*runs, as_json=False, width=100)[1]
+    assert f"differential flame graph (A -> B): {graph}" in out.splitlines()
