@@ -37,7 +37,7 @@ from harness.suites import discover
 pytestmark = [pytest.mark.bpf, pytest.mark.e2e]
 
 WORKLOADS = REPO_ROOT / "workloads"
-MUTEX_BT = "bt:bpf/pthread_mutex_contention.bt"
+SYSCALLS_BT = "bt:bpf/syscalls_per_op.bt"
 SYSCALLS_BT = "bt:bpf/syscalls_per_op.bt"
 # Longer than the harness's delay in relaying an event on a busy machine (see its use).
 WINDOW_WARMUP_S = 1.0
@@ -177,7 +177,9 @@ def test_probe_a_running_process(bpf_env: dict[str, str], gil_fight: int) -> Non
     need(bpftrace_problem())
     args = ["probe", "--pid", str(gil_fight), "--duration-s", "1", "--json"]
     started = time.monotonic()
-    done = run_harness([*args, "--probes", f"sched,futex,{MUTEX_BT}"], bpf_env)
+    # A tracepoint script: pthread_mutex_contention.bt loses its uretprobes now and then on
+    # this kernel with bpftrace 0.17 (see its header), which is not what this test is about.
+    done = run_harness([*args, "--probes", f"sched,futex,{SYSCALLS_BT}"], bpf_env)
     command_s = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
@@ -191,12 +193,13 @@ def test_probe_a_running_process(bpf_env: dict[str, str], gil_fight: int) -> Non
     assert 1e9 <= sched["window_ns"] < command_s * 1e9 and sched["lost_events"] == 0
     (process,) = futex["processes"]
     assert process["pid"] == gil_fight and futex["totals"]["waits"] > 0
-    mutex = doc["probes"]["bt:pthread_mutex_contention"]
-    assert "diff" in mutex, mutex  # otherwise unavailable or an error, with its reason
-    assert mutex["diff"]["@lock_calls"] > 0
-    assert any("gil" in caller for caller in mutex["diff"]["@blocked"]), mutex["diff"]
+    syscalls = doc["probes"]["bt:syscalls_per_op"]
+    assert "diff" in syscalls, syscalls  # otherwise unavailable or an error, with its reason
+    # The GIL's hand-overs wait on futexes: counted in the window.
+    assert syscalls["diff"]["@syscalls"].get("futex", 0) > 0, syscalls
+    assert syscalls["diff"]["@total"] >= syscalls["diff"]["@syscalls"]["futex"]
     # The window difference is smaller than the final count, which includes the attach time.
-    assert mutex["diff"]["@lock_calls"] <= mutex["end"]["@lock_calls"]["value"]
+    assert syscalls["diff"]["@total"] < syscalls["end"]["@total"]["value"]
 
     done = run_harness(["probe", "--pid", str(gil_fight), "--duration-s", "0.5"], bpf_env)
     assert done.returncode == 0, done.stderr
