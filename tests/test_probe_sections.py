@@ -149,15 +149,17 @@ def test_oncpu_json_and_bpftrace_section_of_a_cpu_burner(
     assert sum(int(line.rsplit(" ", 1)[1]) for line in oncpu["folded"]) == oncpu["samples"]
     assert oncpu["top_self"] and 0 <= oncpu["mutex_share"] <= 1
 
-    script = "bt:bpf/pthread_mutex_contention.bt"
+    # A tracepoint script: pthread_mutex_contention.bt's uretprobes are lost now and then here
+    # (see its header). The GIL's hand-overs are futex calls.
+    script = "bt:bpf/syscalls_per_op.bt"
     done = run_harness(
         ["probe", "--pid", str(burner), "--probes", script, "--duration-s", "1"],
         harness_env,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "bt:pthread_mutex_contention: window difference of " in done.stdout
-    calls = re.search(r"@lock_calls = (\S+)", done.stdout)
+    assert "bt:syscalls_per_op: window difference of " in done.stdout
+    calls = re.search(r"@total = (\S+)", done.stdout)
     assert calls and calls.group(1) != "0", done.stdout
 
 
