@@ -49,6 +49,10 @@ def test_every_strategy_runs_with_a_schema_valid_run_json_and_plots(
         assert len(shards) == 2
         assert repeat["shard_tokens_min"] == min(shards)
         assert repeat["shard_tokens_max"] == max(shards)
+        # The headline per-shard figures are rates, the totals' over the window.
+        seconds = repeat["measured_s"]
+        assert repeat["shard_tokens_per_sec_min"] == pytest.approx(min(shards) / seconds)
+        assert repeat["shard_tokens_per_sec_max"] == pytest.approx(max(shards) / seconds)
         fairness = repeat["shard_fairness"]
         assert max(shards) > 0
         assert fairness == pytest.approx(min(shards) / max(shards))
@@ -77,6 +81,30 @@ def test_every_strategy_runs_with_a_schema_valid_run_json_and_plots(
     assert kinds == {"shard_tokens", "rate"}
     for plot in doc["plots"]:
         assert (run_dir / plot["path"]).read_bytes().startswith(b"\x89PNG")
+
+
+def test_exact_replenish_never_grants_above_the_rate(tb_env: dict[str, str]) -> None:
+    """`replenish=exact` floors the tokens and moves the bucket's timestamp by their time, so
+    yielding workers (which poll the bucket far more often than a token's time, where
+    upstream's rounding hands out up to twice the rate) get at most rate x window + limit,
+    however busy the machine; round is the default and is reported as such."""
+    args = ["run", "tokenbucket", "--strategies", "pure", "--scenario", "yielding"]
+    args += ["--param", "shards=2", "--param", "pin=off", "--param", "replenish=exact"]
+    args += ["--param", "replenish=round", "--duration-s", "1", "--warmup-s", "0.2"]
+    done = run_harness([*args, "--repeat", "1", "--probes", "none"], tb_env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = runs_dir(tb_env).iterdir()
+    doc: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
+    modes = {}
+    for cell in doc["cells"]:
+        (repeat,) = cell["repeats"]
+        modes[repeat["params"]["replenish"]] = repeat
+    assert set(modes) == {"exact", "round"}
+    exact = modes["exact"]
+    # The counters are read up to a few ms off the window's ends; a tick that began inside
+    # it may finish after it (at most limit / shards = 250 tokens a shard).
+    window = exact["measured_s"] + 0.05
+    assert sum(exact["shard_tokens"]) <= 1_000_000 * window + 500 + 2 * 250
 
 
 MAX_RATE = 2_562_047_788_015_215  # the bucket's max_rate: u64::MAX / 2 / 3600 s
