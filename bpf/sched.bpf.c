@@ -235,17 +235,35 @@ static __always_inline int on_wakeup(bool btf, struct task_struct *p, bool new_t
 	return 0;
 }
 
-/* The name a thread had last, for threads gone before the result is written. */
+/* The name a thread had last, for threads gone before the result is written;
+ * counters only, also its kernel counters (the loader reads the others' from
+ * /proc, where an exited thread is gone: a workload may exit right after its
+ * window closes, before the loader's closing reading). */
 static __always_inline int on_exit(void)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_struct *task;
 	struct thread_stats *st;
 
 	if (!target_exit(pid_tgid >> 32))
 		return 0;
-	st = bpf_map_lookup_elem(&threads, &pid_tgid);
-	if (st)
-		bpf_get_current_comm(st->comm, sizeof(st->comm));
+	if (!counters_only) {
+		st = bpf_map_lookup_elem(&threads, &pid_tgid);
+		if (st)
+			bpf_get_current_comm(st->comm, sizeof(st->comm));
+		return 0;
+	}
+	task = (struct task_struct *)bpf_get_current_task();
+	st = thread_stats(pid_tgid, task);
+	if (!st)
+		return 0;
+	bpf_get_current_comm(st->comm, sizeof(st->comm));
+	st->exited.voluntary = BPF_CORE_READ(task, nvcsw);
+	st->exited.involuntary = BPF_CORE_READ(task, nivcsw);
+	st->exited.oncpu_ns = BPF_CORE_READ(task, se.sum_exec_runtime);
+	st->exited.runq_ns = BPF_CORE_READ(task, sched_info.run_delay);
+	st->exited.timeslices = BPF_CORE_READ(task, sched_info.pcount);
+	st->exited.at_ns = bpf_ktime_get_ns();
 	return 0;
 }
 

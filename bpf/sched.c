@@ -223,17 +223,54 @@ static __u64 thread_start(struct counters_state *cs, __u32 tgid, __u32 tid, __u6
 	return st.off_ts;
 }
 
+struct exit_readings {
+	struct task_counters *readings;
+	size_t n;
+	size_t nsorted; /* the /proc readings, sorted, come first */
+	__u64 opened_ns;
+};
+
+/* A thread gone from /proc that exited since the window opened: its counters
+ * as the BPF side read them at its exit. */
+static void add_exited(const void *key, const void *value, void *ctx)
+{
+	const struct thread_stats *st = value;
+	const struct exit_counters *x = &st->exited;
+	struct exit_readings *e = ctx;
+	__u64 pid_tgid = *(const __u64 *)key;
+	struct task_counters c = { .tgid = pid_tgid >> 32, .tid = (__u32)pid_tgid };
+
+	if (!x->at_ns || x->at_ns < e->opened_ns)
+		return;
+	if (bsearch(&c, e->readings, e->nsorted, sizeof(c), cmp_task))
+		return;
+	c.voluntary = x->voluntary;
+	c.involuntary = x->involuntary;
+	c.oncpu_ns = x->oncpu_ns;
+	c.runq_ns = x->runq_ns;
+	c.timeslices = x->timeslices;
+	c.read_ns = x->at_ns;
+	e->readings = grow_array(e->readings, e->n, sizeof(c));
+	e->readings[e->n++] = c;
+}
+
 /* Adds each thread's counts since the opening; a thread started since counts
- * from zero. A thread that exited in the window is not read: its counts are
- * lost (its wake-ups, traced, are not). */
+ * from zero, a thread that exited since up to its exit. */
 static void counters_close(void *ctx)
 {
 	struct counters_state *cs = ctx;
 	struct task_counters *closed, *before, *sum, zero;
 	__u64 opened_ns = cs->skel->bss->window_start_ns;
+	struct exit_readings e = { .opened_ns = opened_ns };
 	size_t n, i, nsorted = cs->ncounted;
 
-	closed = read_targets(cs->skel->bss->targets, &n);
+	e.readings = read_targets(cs->skel->bss->targets, &e.n);
+	e.nsorted = e.n;
+	for_each_entry(bpf_map__fd(cs->skel->maps.threads), sizeof(__u64),
+		       sizeof(struct thread_stats), add_exited, &e);
+	sort_array(e.readings, e.n, sizeof(*e.readings), cmp_task);
+	closed = e.readings;
+	n = e.n;
 	for (i = 0; i < n; i++) {
 		before = bsearch(&closed[i], cs->opened, cs->nopened, sizeof(zero), cmp_task);
 		if (!before) {
@@ -281,6 +318,16 @@ static int cmp_wakeup(const void *a, const void *b)
 	return x->key.wakee_tid < y->key.wakee_tid ? -1 : x->key.wakee_tid > y->key.wakee_tid;
 }
 
+/* The name the BPF side took at a thread's exit. */
+static void exited_comm(const struct counters_state *cs, struct thread *t)
+{
+	__u64 key = (__u64)t->tgid << 32 | t->tid;
+	struct thread_stats st;
+
+	if (!bpf_map_lookup_elem(bpf_map__fd(cs->skel->maps.threads), &key, &st))
+		memcpy(t->st.comm, st.comm, sizeof(t->st.comm));
+}
+
 /* --counters-only: a row per thread read at the window's edges. */
 static void add_counted(struct result *r, const struct counters_state *cs)
 {
@@ -303,7 +350,8 @@ static void add_counted(struct result *r, const struct counters_state *cs)
 		t->st.offcpu_ns = c->read_ns > c->oncpu_ns ? c->read_ns - c->oncpu_ns : 0;
 		t->oncpu_ns = c->oncpu_ns;
 		t->timeslices = c->timeslices;
-		read_comm(t->tgid, t->tid, t->st.comm, sizeof(t->st.comm));
+		if (!read_comm(t->tgid, t->tid, t->st.comm, sizeof(t->st.comm)))
+			exited_comm(cs, t);
 	}
 	r->nsorted = r->nthreads;
 }

@@ -10,6 +10,17 @@ enum cpu_state {
 	STATE_ON,
 };
 
+/* --counters-only: a thread's kernel counters as it exited, its last reading
+ * when it is gone before the window's closing reading. */
+struct exit_counters {
+	__u64 at_ns; /* 0: not exited since attaching */
+	__u64 voluntary;
+	__u64 involuntary;
+	__u64 oncpu_ns;
+	__u64 runq_ns;
+	__u64 timeslices;
+};
+
 /* Per thread, keyed by pid_tgid (tgid << 32 | tid) so a reused tid in another
  * process gets its own entry. */
 struct thread_stats {
@@ -21,6 +32,7 @@ struct thread_stats {
 	__u64 missed_switch_ins;
 	__u64 offcpu_hist[MAX_SLOTS];
 	__u64 runq_hist[MAX_SLOTS];
+	struct exit_counters exited;
 	char comm[TASK_COMM_LEN];
 	__u32 tgid;
 	/* Kernel-side bookkeeping, not reported: */

@@ -462,13 +462,17 @@ def test_wakeups_attributed_to_waker(
     assert run.result["totals"]["wakeups"] == sum(received.values())
 
 
+@pytest.mark.parametrize("mode", ["full", "counters"])
 def test_forked_processes_are_targets(
-    collectors: Path, tmp_path: Path, reap: list[LineProcess]
+    collectors: Path, tmp_path: Path, reap: list[LineProcess], mode: str
 ) -> None:
+    """Children forked in the window count, also counters only, where they are gone from
+    /proc at the closing reading: their counters are the ones read as they exited."""
     shell = LineProcess(["sh", "-c", "echo ready $$; read go; sleep 0.05; sleep 0.05"], stdin=True)
     reap.append(shell)
     assert shell.readline().startswith("ready")
-    collector = Collector("sched", [shell.pid], tmp_path / "sched.json", "--now")
+    extra = ("--counters-only",) if mode == "counters" else ()
+    collector = Collector("sched", [shell.pid], tmp_path / "sched.json", "--now", *extra)
     reap.append(collector)
     shell.send("go")
     assert shell.finish() == 0
@@ -477,6 +481,7 @@ def test_forked_processes_are_targets(
     children = [t for t in run.result["threads"] if t["pid"] != shell.pid and t["comm"] == "sleep"]
     assert len(children) == 2, run.result["threads"]
     assert all(child["voluntary_switches"] >= 1 for child in children)
+    assert all(child["offcpu_ns"] >= 50_000_000 for child in children)  # `sleep 0.05`
 
 
 def futex_prefix(attach: str) -> tuple[str, ...]:
