@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 import rundocs
 from rich.console import Console
+from timerscells import TIMERS_METRICS, TIMERS_STRATEGIES, timers_result
 
 from harness.cli import main
 from harness.compare import compare_command
@@ -211,55 +212,10 @@ def test_compare_rejects_what_is_not_a_run_with_exit_2(
     assert message in err
 
 
-TIMERS_STRATEGIES = (
-    "none",
-    "tokio-timeout",
-    "tokio-timeout-alt",
-    "tokio-timeout-legacy",
-    "deadline-tracker",
-    "scheduled-executor",
-    "event-executor",
-    "hashed-wheel",
-    "hashed-wheel-offload",
-)
-TIMERS_METRICS = [
-    {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
-    {"name": "latency_ns.p50", "unit": "ns", "better": "lower"},
-    {"name": "latency_ns.p99", "unit": "ns", "better": "lower"},
-    {"name": "client_cpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "server_cpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "cpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "timeouts", "unit": "requests", "better": "lower"},
-    {"name": "errors", "unit": "requests", "better": "lower"},
-    {"name": "ctx_switches_per_op", "unit": "switches", "better": "lower"},
-    {"name": "wakeups_per_op", "unit": "wake-ups", "better": "lower"},
-    {"name": "futex_wait_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "offcpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "mutex_share", "unit": "share", "better": "lower"},
-]
-
-
 def timers_cell(strategy: str, concurrency: int, k: float) -> dict[str, Any]:
     """A timers cell as `make bench SUITES=timers QUICK=1` records it: every metric, the
     probes' per-op figures, timeouts in the tokio cells; `k` scales it (ops up, times down)."""
-    results = [
-        {
-            "event": "result",
-            "ops_per_sec": 715_300 * k * f,
-            "latency_ns": {"p50": 158_200 / k * f, "p99": 1_180_000 / k * f},
-            "client_cpu_ns_per_op": 6_390 / k * f,
-            "server_cpu_ns_per_op": 4_390 / k * f,
-            "cpu_ns_per_op": 10_800 / k * f,
-            "timeouts": 3 if "tokio" in strategy else 0,
-            "errors": 0,
-            "ctx_switches_per_op": 0.0137 / k * f,
-            "wakeups_per_op": 0.00904 / k * f,
-            "futex_wait_ns_per_op": 18_000 / k * f,
-            "offcpu_ns_per_op": 26_600 / k * f,
-            "mutex_share": 0.258 / k * f,
-        }
-        for f in SPREAD
-    ]
+    results = [timers_result(strategy, k, f, probe_k=k) for f in SPREAD]
     params = {"concurrency": concurrency, "timeout_ms": 500}
     return rundocs.cell(strategy, "steady", params, results)
 
@@ -343,7 +299,8 @@ def test_the_default_compare_table_names_what_it_left_out(
     assert found is not None, out
     named = found[2].split(",")
     assert int(found[1]) == len(named) and "timeouts" in named and "errors" in named
-    labels = ("ops/s", "p50", "p99", "client CPU/op", "server CPU/op", "CPU/op", "ctx sw/op")
+    labels: tuple[str, ...] = ("ops/s", "p50", "p99", "client CPU/op", "server CPU/op", "CPU/op")
+    labels += ("ctx sw/op",)
     labels += ("wakeups/op", "futex wait/op", "off-CPU/op", "mutex %", "timeouts", "errors")
     for label in labels:  # each metric either in the table or named under it
         assert (label.replace(" ", "") in named) != (f" {label} " in f" {header} "), label

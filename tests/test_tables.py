@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from timerscells import TIMERS_METRICS, TIMERS_STRATEGIES, timers_result
 
 from harness.format.numbers import human, human_ratio, join_range
 from harness.stats import compare_cells, summarize_cell
@@ -244,32 +245,6 @@ def test_wide_at_80_columns_stacks_each_interval_end_on_its_own_line() -> None:
     assert "561k" in lines[tokio + 2]
 
 
-TIMERS_STRATEGIES = (
-    "none",
-    "tokio-timeout",
-    "tokio-timeout-alt",
-    "tokio-timeout-legacy",
-    "deadline-tracker",
-    "scheduled-executor",
-    "event-executor",
-    "hashed-wheel",
-    "hashed-wheel-offload",
-)
-TIMERS_METRICS = [
-    {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
-    {"name": "latency_ns.p50", "unit": "ns", "better": "lower"},
-    {"name": "latency_ns.p99", "unit": "ns", "better": "lower"},
-    {"name": "client_cpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "server_cpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "cpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "timeouts", "unit": "requests", "better": "lower"},
-    {"name": "errors", "unit": "requests", "better": "lower"},
-    {"name": "ctx_switches_per_op", "unit": "switches", "better": "lower"},
-    {"name": "wakeups_per_op", "unit": "wake-ups", "better": "lower"},
-    {"name": "futex_wait_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "offcpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "mutex_share", "unit": "share", "better": "lower"},
-]
 TIMERS_LABELS = (
     "ops/s",
     "p50",
@@ -290,25 +265,10 @@ UNSTABLE = (1.0, 0.7, 1.3, 1.0)  # stdev 24% of the mean: pyperf's "unstable"
 def timers_cell(strategy: str, concurrency: int, k: float) -> dict[str, Any]:
     """A timers cell as `make bench SUITES=timers QUICK=1` records it: 4 repeats, every
     metric, the probes' per-op figures, timeouts in the tokio cells."""
+    params = {"concurrency": concurrency, "timeout_ms": 500}
     results = [
-        {
-            "event": "result",
-            "strategy": strategy,
-            "scenario": "steady",
-            "params": {"concurrency": concurrency, "timeout_ms": 500},
-            "ops_per_sec": 715_300 * k * f,
-            "latency_ns": {"p50": 158_200 / k * f, "p99": 1_180_000 / k * f},
-            "client_cpu_ns_per_op": 6_390 / k * f,
-            "server_cpu_ns_per_op": 4_390 / k * f,
-            "cpu_ns_per_op": 10_800 / k * f,
-            "timeouts": 3 if "tokio" in strategy else 0,
-            "errors": 0,
-            "ctx_switches_per_op": 0.0137 * f,
-            "wakeups_per_op": 0.00904 * f,
-            "futex_wait_ns_per_op": 18_000 * f,
-            "offcpu_ns_per_op": 26_600 * f,
-            "mutex_share": 0.258 * f,
-        }
+        {"strategy": strategy, "scenario": "steady", "params": params}
+        | timers_result(strategy, k, f)
         for f in UNSTABLE
     ]
     c = cell(strategy, 1.0, 1.0, concurrency=concurrency)
