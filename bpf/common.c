@@ -524,3 +524,30 @@ void sort_array(void *base, size_t n, size_t size, int (*cmp)(const void *, cons
 	if (n)
 		qsort(base, n, size, cmp);
 }
+
+static void sb_put(struct strbuf *b, const char *s, bool frame)
+{
+	size_t n = strlen(s);
+
+	if (b->len + n + 1 > b->cap) {
+		b->cap = 2 * (b->len + n + 1);
+		b->s = realloc(b->s, b->cap);
+		if (!b->s)
+			fatal("out of memory");
+	}
+	for (; *s; s++)
+		b->s[b->len++] = frame && *s == ';' ? ':' : *s;
+	b->s[b->len] = '\0';
+}
+
+void sb_append(struct strbuf *b, const char *s)
+{
+	sb_put(b, s, false);
+}
+
+void sb_frame(struct strbuf *b, const char *name)
+{
+	if (b->len)
+		sb_put(b, ";", false);
+	sb_put(b, name, true);
+}

@@ -106,4 +106,16 @@ void sort_array(void *base, size_t n, size_t size, int (*cmp)(const void *, cons
 /* Reads /proc/<tgid>/task/<tid>/comm into buf; false if gone. */
 bool read_comm(pid_t tgid, pid_t tid, char *buf, size_t len);
 
+/* A growing string for the folded stacks ("comm;root;...;leaf"): s is NULL
+ * until the first append, then NUL-terminated; the owner frees s. */
+struct strbuf {
+	char *s;
+	size_t len, cap;
+};
+/* Appends text as it is. */
+void sb_append(struct strbuf *b, const char *s);
+/* Appends a frame: ';' before it unless b is empty, and any ';' inside the
+ * name written as ':' since ';' separates the frames. */
+void sb_frame(struct strbuf *b, const char *name);
+
 #endif /* COMMON_H */

@@ -126,27 +126,6 @@ static void snapshot_targets(void *arg)
 		       sizeof(struct proc_stats), snapshot_one, c);
 }
 
-struct strbuf {
-	char *s;
-	size_t len, cap;
-};
-
-static void sb_append(struct strbuf *b, const char *s, bool frame)
-{
-	size_t n = strlen(s);
-
-	if (b->len + n + 1 > b->cap) {
-		b->cap = 2 * (b->len + n + 1);
-		b->s = realloc(b->s, b->cap);
-		if (!b->s)
-			fatal("out of memory");
-	}
-	/* ';' separates frames in the folded format: none inside a frame. */
-	for (; *s; s++)
-		b->s[b->len++] = frame && *s == ';' ? ':' : *s;
-	b->s[b->len] = '\0';
-}
-
 /* "comm;root;...;leaf": the stack map holds the innermost frame first. */
 static char *fold_stack(struct syms *syms, int stacks_fd, const struct wait_key *key,
 			const char *comm)
@@ -156,17 +135,15 @@ static char *fold_stack(struct syms *syms, int stacks_fd, const struct wait_key 
 	char buf[256];
 	int n = 0, i;
 
-	sb_append(&b, comm[0] ? comm : "?", true);
+	sb_frame(&b, comm[0] ? comm : "?");
 	if (key->stack_id < 0 || bpf_map_lookup_elem(stacks_fd, &key->stack_id, ips)) {
-		sb_append(&b, ";[missing stack]", false);
+		sb_frame(&b, "[missing stack]");
 		return b.s;
 	}
 	while (n < MAX_STACK_DEPTH && ips[n])
 		n++;
-	for (i = n - 1; i >= 0; i--) {
-		sb_append(&b, ";", false);
-		sb_append(&b, syms_name(syms, key->tgid, ips[i], i > 0, buf, sizeof(buf)), true);
-	}
+	for (i = n - 1; i >= 0; i--)
+		sb_frame(&b, syms_name(syms, key->tgid, ips[i], i > 0, buf, sizeof(buf)));
 	return b.s;
 }
 
@@ -308,9 +285,9 @@ static void write_folded(struct json *j, const struct result *r)
 	json_begin_array(j);
 	for (i = 0; i < n; i++) {
 		line.len = 0;
-		sb_append(&line, w[i].folded, false);
+		sb_append(&line, w[i].folded);
 		snprintf(weight, sizeof(weight), " %llu", (unsigned long long)w[i].st.wait_ns);
-		sb_append(&line, weight, false);
+		sb_append(&line, weight);
 		json_string(j, line.s);
 	}
 	json_end_array(j);

@@ -151,34 +151,6 @@ static void add_entry(const void *key, const void *value, void *arg)
 	e->folded = NULL;
 }
 
-struct strbuf {
-	char *s;
-	size_t len, cap;
-};
-
-static void sb_append(struct strbuf *b, const char *s, bool frame)
-{
-	size_t n = strlen(s);
-
-	if (b->len + n + 2 > b->cap) {
-		b->cap = 2 * (b->len + n + 2);
-		b->s = realloc(b->s, b->cap);
-		if (!b->s)
-			fatal("out of memory");
-	}
-	/* ';' separates frames in the folded format: none inside a frame. */
-	for (; *s; s++)
-		b->s[b->len++] = frame && *s == ';' ? ':' : *s;
-	b->s[b->len] = '\0';
-}
-
-static void frame(struct strbuf *b, const char *name)
-{
-	if (b->len)
-		sb_append(b, ";", false);
-	sb_append(b, name, true);
-}
-
 static const char *lost_frame(__s32 id, bool user)
 {
 	if (id == EFAULT_ID)
@@ -200,7 +172,7 @@ static void add_stack(struct strbuf *b, int fd, __s32 id, bool user, bool root_f
 	if (id < 0 || bpf_map_lookup_elem(fd, &id, ips)) {
 		/* No user stack of a kernel thread is no frame at all. */
 		if (!(user && id == EFAULT_ID))
-			frame(b, lost_frame(id, user));
+			sb_frame(b, lost_frame(id, user));
 		return;
 	}
 	while (n < MAX_STACK_DEPTH && ips[n])
@@ -215,11 +187,11 @@ static void add_stack(struct strbuf *b, int fd, __s32 id, bool user, bool root_f
 		i = root_first ? n - 1 - k : first + k;
 		if (user) {
 			name = syms_name(syms, tgid, ips[i], i > 0, buf, sizeof(buf));
-			frame(b, name);
+			sb_frame(b, name);
 		} else {
 			name = ksyms_name(ksyms, ips[i]);
 			snprintf(buf, sizeof(buf), "%s_[k]", name ? name : "[unknown]");
-			frame(b, buf);
+			sb_frame(b, buf);
 		}
 	}
 }
@@ -272,16 +244,16 @@ static char *fold(const struct entry *e, int fd, struct syms *syms, const struct
 	struct strbuf b = {};
 	char buf[32];
 
-	frame(&b, e->val.comm[0] ? e->val.comm : "?");
-	frame(&b, state_frame(k->state, buf, sizeof(buf)));
+	sb_frame(&b, e->val.comm[0] ? e->val.comm : "?");
+	sb_frame(&b, state_frame(k->state, buf, sizeof(buf)));
 	add_stack(&b, fd, k->user_stack_id, true, true, syms, ksyms, k->tgid);
 	if (kernel_stacks)
 		add_stack(&b, fd, k->kern_stack_id, false, true, syms, ksyms, k->tgid);
-	frame(&b, "--");
+	sb_frame(&b, "--");
 	if (k->state == STATE_PREEMPTED) {
-		frame(&b, "[runnable: no wake-up]");
+		sb_frame(&b, "[runnable: no wake-up]");
 	} else if (!k->waker_tid && !e->val.waker_comm[0]) {
-		frame(&b, "[waker not seen]");
+		sb_frame(&b, "[waker not seen]");
 	} else {
 		const char *comm = e->val.waker_comm[0] ? e->val.waker_comm : "?";
 		char irq[TASK_COMM_LEN + 32];
@@ -294,11 +266,11 @@ static char *fold(const struct entry *e, int fd, struct syms *syms, const struct
 		if (k->waker_flags & WAKER_INTERRUPT ||
 		    in_interrupt(fd, k->waker_kern_stack_id, ksyms)) {
 			snprintf(irq, sizeof(irq), "[interrupt] in %s", comm);
-			frame(&b, irq);
+			sb_frame(&b, irq);
 		} else {
 			add_stack(&b, fd, k->waker_user_stack_id, true, false, syms, ksyms,
 				  k->waker_tgid);
-			frame(&b, comm);
+			sb_frame(&b, comm);
 		}
 	}
 	return b.s;
