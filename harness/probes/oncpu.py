@@ -10,20 +10,16 @@ perf.data is deleted (it is large, and the folded stacks hold what the graphs ne
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import select
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.probes.availability import perf_problem, perf_user_only
+from harness.probes.perfctl import PerfControl
 from harness.probes.perfrate import used_frequency
 from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
@@ -49,9 +45,7 @@ class OncpuProbe:
         self.settings = settings
         self.process: ProbeProcess | None = None
         self.unavailable: str | None = None
-        self.fifo_dir: Path | None = None
-        self.ctl: int | None = None
-        self.ack: int | None = None
+        self.control: PerfControl | None = None
         self.data_path = out_path.with_suffix(".perf.data")
         self.folded_path = out_path.with_suffix(".folded")
         self.pids: list[int] = []
@@ -67,13 +61,7 @@ class OncpuProbe:
             self.event = "cpu-clock:u"
             self.notes.append("kernel frames not permitted (perf_event_paranoid 2, not root)")
         # Named after the harness, so that the folders of a killed one can be found.
-        self.fifo_dir = Path(tempfile.mkdtemp(prefix=perf_prefix(Owner.current().token)))
-        ctl, ack = self.fifo_dir / "ctl", self.fifo_dir / "ack"
-        os.mkfifo(ctl)
-        os.mkfifo(ack)
-        # Read-write opens of a FIFO never block, whichever end perf has opened yet.
-        self.ctl = os.open(ctl, os.O_RDWR)
-        self.ack = os.open(ack, os.O_RDWR | os.O_NONBLOCK)
+        self.control = PerfControl(perf_prefix(Owner.current().token))
         self.out_path.parent.mkdir(parents=True, exist_ok=True)
         argv = [
             "perf",
@@ -89,7 +77,7 @@ class OncpuProbe:
             "-D",
             "-1",
             "--control",
-            f"fifo:{ctl},{ack}",
+            self.control.option,
             "-o",
             str(self.data_path),
             "--no-buildid-cache",  # no copy of every profiled binary in ~/.debug
@@ -184,21 +172,10 @@ class OncpuProbe:
         self, word: str, deadline: float | None = None, stop: StopFlag | None = None
     ) -> bool:
         """Write a control command and wait for perf's ack."""
-        if self.ctl is None or self.ack is None or self.process is None:
+        if self.control is None or self.process is None:
             return False
         end = deadline if deadline is not None else time.monotonic() + ACK_TIMEOUT_S
-        with contextlib.suppress(BlockingIOError):  # drain a stale ack
-            os.read(self.ack, 4096)
-        os.write(self.ctl, f"{word}\n".encode())
-        while time.monotonic() < end:
-            if (stop is not None and stop.requested) or not self.process.running():
-                return False
-            ready, _, _ = select.select([self.ack], [], [], 0.05)
-            if ready:
-                with contextlib.suppress(BlockingIOError):
-                    if b"ack" in os.read(self.ack, 4096):
-                        return True
-        return False
+        return self.control.command(word, self.process, end, stop)
 
     def _failure(self, fallback: str) -> str:
         lines = self.process.stderr_lines() if self.process is not None else []
@@ -212,14 +189,9 @@ class OncpuProbe:
         self.folded_path.unlink(missing_ok=True)
 
     def _cleanup(self) -> None:
-        for fd in (self.ctl, self.ack):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self.ctl = self.ack = None
-        if self.fifo_dir is not None:
-            shutil.rmtree(self.fifo_dir, ignore_errors=True)
-            self.fifo_dir = None
+        if self.control is not None:
+            self.control.close()
+            self.control = None
         self.data_path.unlink(missing_ok=True)
         self.data_path.with_name(self.data_path.name + ".old").unlink(missing_ok=True)
 

@@ -13,14 +13,9 @@ multiplexed it with others) is scaled by perf and flagged `multiplexed`.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-import select
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.probes.availability import perf_problem
+from harness.probes.perfctl import PerfControl
 from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
 from harness.results import write_json_atomic
@@ -121,31 +117,19 @@ class _OnePerf:
     def __init__(self, pid: int, events: Sequence[str], out: Path) -> None:
         self.pid = pid
         self.out = out
-        self.dir = Path(tempfile.mkdtemp(prefix="harness-perfstat-"))
-        ctl, ack = self.dir / "ctl", self.dir / "ack"
-        os.mkfifo(ctl)
-        os.mkfifo(ack)
-        self.ctl: int | None = os.open(ctl, os.O_RDWR)
-        self.ack: int | None = os.open(ack, os.O_RDWR | os.O_NONBLOCK)
+        self.control = PerfControl("harness-perfstat-")
         argv = ["perf", "stat", "-x,", "-e", ",".join(events), "-p", str(pid), "-D", "-1"]
-        argv += ["--control", f"fifo:{ctl},{ack}", "-o", str(out)]
-        self.process: ProbeProcess | None = ProbeProcess(argv)
+        argv += ["--control", self.control.option, "-o", str(out)]
+        try:
+            self.process: ProbeProcess | None = ProbeProcess(argv)
+        except OSError:
+            self.control.close()
+            raise
 
     def command(self, word: str, deadline: float, stop: StopFlag | None = None) -> bool:
-        if self.ctl is None or self.ack is None or self.process is None:
+        if self.process is None:
             return False
-        with contextlib.suppress(BlockingIOError):
-            os.read(self.ack, 4096)
-        os.write(self.ctl, f"{word}\n".encode())
-        while time.monotonic() < deadline:
-            if (stop is not None and stop.requested) or not self.process.running():
-                return False
-            ready, _, _ = select.select([self.ack], [], [], 0.05)
-            if ready:
-                with contextlib.suppress(BlockingIOError):
-                    if b"ack" in os.read(self.ack, 4096):
-                        return True
-        return False
+        return self.control.command(word, self.process, deadline, stop)
 
     def failure(self) -> str:
         lines = self.process.stderr_lines() if self.process is not None else []
@@ -155,16 +139,8 @@ class _OnePerf:
         if self.process is not None:
             self.process.kill()
             self.process = None
-        self.cleanup()
+        self.control.close()
         self.out.unlink(missing_ok=True)
-
-    def cleanup(self) -> None:
-        for fd in (self.ctl, self.ack):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self.ctl = self.ack = None
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class PerfStatProbe:

@@ -1,0 +1,104 @@
+"""perf's control FIFOs (harness/probes/perfctl.py) against a stand-in for perf: a child that
+answers each command on the ack FIFO as `perf --control fifo:CTL,ACK` does; and the
+clean-up when perf cannot be started."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from harness.probes import perfstat
+from harness.probes.perfctl import PerfControl
+from harness.probes.probe import ProbeSpec
+from harness.probes.process import ProbeProcess
+
+pytestmark = pytest.mark.unit
+DEADLINE_S = 60.0  # far off: each wait below ends on an event
+# Prints each command it reads, then acknowledges it.
+FAKE_PERF = """
+import sys
+ctl, ack = sys.argv[1:]
+with open(ctl) as commands, open(ack, "w") as answers:
+    while line := commands.readline():
+        print(line.strip(), flush=True)
+        answers.write("ack\\n")
+        answers.flush()
+"""
+
+
+@pytest.fixture
+def tmp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The temporary directory, where the FIFO folders go."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def test_a_command_waits_for_the_ack_and_close_leaves_nothing(tmp_dir: Path) -> None:
+    control = PerfControl("harness-test-")
+    ctl, ack = control.option.removeprefix("fifo:").split(",")
+    assert [Path(ctl).parent, Path(ack).parent] == [control.dir] * 2
+    assert control.dir.parent == tmp_dir and control.dir.name.startswith("harness-test-")
+    fds = [control.ctl, control.ack]
+    perf = ProbeProcess([sys.executable, "-c", FAKE_PERF, ctl, ack])
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        assert control.command("disable", perf, deadline)
+        assert control.command("enable", perf, deadline)
+        assert perf.wait_for_line(lambda line: line == "enable", deadline, None)
+        assert perf.lines == ["disable", "enable"]
+    finally:
+        perf.kill()
+        control.close()
+    assert list(tmp_dir.iterdir()) == []
+    for fd in fds:
+        assert fd is not None
+        with pytest.raises(OSError):
+            os.fstat(fd)
+    assert not control.command("enable", perf, time.monotonic() + DEADLINE_S)
+
+
+def test_a_command_fails_as_soon_as_perf_has_exited(tmp_dir: Path) -> None:
+    control = PerfControl("harness-test-")
+    perf = ProbeProcess([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        assert not control.command("disable", perf, deadline)
+        assert time.monotonic() < deadline  # ended on the exit, not on the deadline
+    finally:
+        perf.kill()
+        control.close()
+
+
+def test_no_folder_is_left_when_the_fifos_cannot_be_made(
+    tmp_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(path: Path) -> NoReturn:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(os, "mkfifo", refuse)
+    with pytest.raises(OSError):
+        PerfControl("harness-test-")
+    assert list(tmp_dir.iterdir()) == []
+
+
+def test_perfstat_leaves_no_fifo_folder_when_perf_cannot_start(
+    tmp_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_perf(argv: list[str]) -> NoReturn:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
+
+    monkeypatch.setattr(perfstat, "perf_problem", lambda: None)
+    monkeypatch.setattr(perfstat, "event_support", lambda: dict.fromkeys(perfstat.EVENTS))
+    monkeypatch.setattr(perfstat, "ProbeProcess", no_perf)
+    probe = perfstat.PerfStatProbe(ProbeSpec("perfstat"), tmp_dir / "out" / "r1-perfstat.json")
+    probe.start([os.getpid()])
+    assert probe.unavailable == "cannot start perf stat: No such file or directory"
+    assert sorted(p.name for p in tmp_dir.iterdir()) == ["out"]
+    assert list((tmp_dir / "out").iterdir()) == []
