@@ -336,21 +336,25 @@ def test_the_cell_record_keeps_paths_totals_and_reasons(tmp_path: Path) -> None:
 
 def test_overhead_variants_and_ratios() -> None:
     sched, futex, offwake = parse_probes("sched,futex,offwake")
-    # offwake's stacks make it explain-only: the cell's repeats carry sched and futex (lean),
-    # the explain set all.
+    # futex's and offwake's stacks make them explain-only: the cell's repeats carry sched
+    # (counters only), the explain set all.
     assert overhead.variants((sched, futex, offwake), overhead=False, explain=True) == [
         ("all", (sched, futex, offwake), True),
-        ("sched+futex", (sched, futex), False),
+        ("sched", (sched,), False),
     ]
-    # futex is lean on the measurement repeats, in full on the explain ones: same probes,
-    # told apart by the explain set's key.
     assert overhead.variants((sched, futex), overhead=False, explain=True) == [
-        ("explain", (sched, futex), True),
-        ("all", (sched, futex), False),
+        ("all", (sched, futex), True),
+        ("sched", (sched,), False),
+    ]
+    # sched is lean on the measurement repeats, in full on the explain ones: same probes,
+    # told apart by the explain set's key.
+    assert overhead.variants((sched,), overhead=False, explain=True) == [
+        ("explain", (sched,), True),
+        ("sched", (sched,), False),
     ]
     # Without explain repeats there is no explain set.
-    assert overhead.variants((sched, futex), overhead=False, explain=False) == [
-        ("all", (sched, futex), False),
+    assert overhead.variants((sched,), overhead=False, explain=False) == [
+        ("sched", (sched,), False),
     ]
     # --probe-overhead: sched alone is the measurement set, not run twice a round.
     variants = overhead.variants((sched, offwake), overhead=True, explain=True)
@@ -371,7 +375,7 @@ def test_overhead_variants_and_ratios() -> None:
     ]
     everything = parse_probes("all")
     keys = [v.key for v in overhead.variants(everything, overhead=False, explain=True)]
-    assert keys == ["all", "sched+futex+gc"]
+    assert keys == ["all", "sched+gc"]
     runs = {"none": [{"ops_per_sec": 100}, {"ops_per_sec": 120}], "sched": [{"ops_per_sec": 99}]}
     assert overhead.cell_overhead(runs) == {"sched": 0.9}
     cells = [{"probe_overhead": {"sched": 0.5}}, {"probe_overhead": {"sched": 2.0}}]
@@ -400,7 +404,7 @@ def test_unavailable_probes_are_recorded_and_the_run_goes_on(
     }
     reasons["bt:syscalls_per_op"] = "bpftrace is not installed (apt install bpftrace)"
     # The cell keeps the explain repeat's records (the one explain repeat ran in the second
-    # round of two): the script runs there only, sched and futex run in full there (counters
+    # round of two): the script and futex run there only, sched runs in full there (counters
     # only on the measurement repeats).
     rounds = {"sched": [2], "futex": [2], "bt:syscalls_per_op": [2]}
     for name, reason in reasons.items():

@@ -42,7 +42,7 @@ class CollectorProbe:
         # The collector writes here; the output is renamed to out_path once it is whole.
         self.partial_path = out_path.with_name(f".{out_path.name}.partial")
         self.now = now
-        self.args = list(args)  # the kind's own options (futex --no-stacks)
+        self.args = list(args)  # the kind's own options (sched --counters-only)
         self.process: ProbeProcess | None = None
         self.unavailable: str | None = None
 

@@ -88,7 +88,7 @@ class ProbeKind:
     # False: counters aggregated in the kernel, on every repeat.
     explain: bool = False
     # The collector's arguments on the measurement repeats when it has a counters-only mode
-    # for them (futex: --no-stacks); its explain repeats run it in full, and the cell's
+    # for them (sched: --counters-only); its explain repeats run it in full, and the cell's
     # `probes` keeps those, the full output (docs/probes.md).
     measurement_args: tuple[str, ...] = ()
     metrics: tuple[ProbeMetric, ...] = ()

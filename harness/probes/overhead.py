@@ -20,8 +20,8 @@ from harness.probes.probe import ProbeSpec
 
 NONE = "none"
 ALL = "all"
-# The explain set's key when it has the measurement set's probes (futex lean on one, in full on
-# the other).
+# The explain set's key when it has the measurement set's probes (sched counters-only on one, in
+# full on the other).
 EXPLAIN = "explain"
 METRIC = "ops_per_sec"
 

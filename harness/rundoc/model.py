@@ -136,7 +136,7 @@ class Config(Record):
     """Each cell also ran without probes and with each probe alone (--probe-overhead)."""
     measurement_probes: Absent[list[str]] = None
     """The probes of the measurement repeats (the cell's `repeats`): those cheap enough for
-    the figures, futex counters-only (docs/probes.md); absent in runs from before the split
+    the figures, sched counters-only (docs/probes.md); absent in runs from before the split
     (every probe)."""
     measurement_set: Absent[str] = None
     """Their key in `cells[].probe_rounds` (and `probe_overhead`): `none`, a probe's name,
@@ -144,10 +144,10 @@ class Config(Record):
     explain_repeats: Absent[int] = None
     """Explain repeats per cell: with every probe, in rounds of their own spread over the
     cell's (every round with --probe-overhead); 0 when no probe needs them (explain-only, or
-    futex for its stacks), or when none were asked for."""
+    sched for its full mode), or when none were asked for."""
     explain_set: Absent[str] = None
     """The explain repeats' key in `cells[].probe_variants` and `probe_rounds` (`all`, the
-    one probe's name, or `explain` when the measurement repeats carry the same probes, futex
+    one probe's name, or `explain` when the measurement repeats carry the same probes, sched
     counters-only); absent without explain repeats."""
     baseline: str
     """The strategy the others are compared with."""

@@ -27,7 +27,7 @@ TOP_REPORT_STACKS = 5
 
 
 def driver(spec: ProbeSpec, out_path: Path, options: DriverOptions) -> Probe:
-    return CollectorProbe(spec, out_path, options.now, options.args)
+    return CollectorProbe(spec, out_path, options.now)
 
 
 def derive(data: Data, context: RepeatContext) -> dict[str, Any]:
@@ -192,9 +192,9 @@ def stacks(path: Path, data: Data, into: Stacks) -> None:
 
 KIND = ProbeKind(
     name=NAME,
-    # The measurement repeats count waits without a user stack per wait (futex wait/op); the
-    # explain repeats take the stacks (contended addresses, off-CPU graph).
-    measurement_args=("--no-stacks",),
+    # Explain repeats only, in full (stacks): even --no-stacks costs each futex syscall of
+    # every process two programs, 1-4 % of the CPU on timers and lettuce (docs/probes.md).
+    explain=True,
     collector=True,
     driver=driver,
     check=lambda root: availability.collector_check(NAME, root),
