@@ -26,9 +26,9 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
+from harness.base.writes import write_atomic
 from harness.describe import PlotSpec
 from harness.profiles.cells import slug
-from harness.results import write_atomic
 from harness.rundoc.model import Cell, Plot
 
 Draw = Callable[[str, PlotSpec, Sequence[Cell], Path], bool]

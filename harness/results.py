@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
-import math
-import os
 import shutil
 import time
 from collections.abc import Mapping, Sequence
@@ -13,16 +9,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import stability, stats
-from harness.errors import BadInput
-from harness.probes import overhead_pairs
-from harness.run import scratch
-from harness.run.writes import (
+from harness.base.writes import (
     WriteFailed,
     make_reserve,
     overwrite,
     release_reserve,
+    write_atomic,
     write_failed,
 )
+from harness.errors import BadInput
+from harness.probes import overhead_pairs
+from harness.run import scratch
 from harness.rundoc import jsonfile
 from harness.rundoc.model import (
     SCHEMA_VERSION,
@@ -44,7 +41,7 @@ from harness.rundoc.model import (
     Summary,
 )
 
-if TYPE_CHECKING:  # the plan imports the probe kinds, whose drivers write files with this
+if TYPE_CHECKING:
     from harness.run.owner import Owner as RunOwner
     from harness.run.plan import Plan
 
@@ -70,43 +67,6 @@ def make_run_dir(out_dir: Path, commit: str | None) -> tuple[str, Path]:
             raise write_failed(err, out_dir / run_id) from err
         return run_id, out_dir / run_id
     raise BadInput(f"cannot create a run directory in {out_dir}: too many runs named {base}")
-
-
-def write_atomic(path: Path, data: bytes | str) -> None:
-    """Readers (the next repeat, a browser refreshing the report) see the old file or the new
-    one, never half of one. Text is written as UTF-8."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    raw = data.encode() if isinstance(data, str) else data
-    try:
-        with tmp.open("wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as err:  # named by the file meant, not by its temporary name
-        raise OSError(err.errno, err.strerror or str(err), str(path)) from err
-    finally:
-        with contextlib.suppress(OSError):  # a second error must not hide the first
-            tmp.unlink(missing_ok=True)
-
-
-def write_json_atomic(path: Path, doc: Mapping[str, Any]) -> None:
-    write_atomic(path, dumps(doc) + "\n")
-
-
-def dumps(doc: Mapping[str, Any]) -> str:
-    """Strict JSON: a NaN or infinity (e.g. the interval of one sample) becomes null."""
-    return json.dumps(_finite(doc), indent=2, allow_nan=False)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
 
 
 def final_status(interrupted: bool, successes: int, failures: int) -> Status:

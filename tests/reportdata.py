@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.results import dumps
+from harness.base.writes import dumps
 from harness.stats import compare_cells, summarize_cell
 
 EVIL = 'evil<script>alert("x")</script>&amp;'

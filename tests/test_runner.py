@@ -26,7 +26,8 @@ from conftest import (
 from rich.console import Console
 from rundocs import RUN_KEYS
 
-from harness.results import make_run_dir, write_json_atomic
+from harness.base.writes import write_json_atomic
+from harness.results import make_run_dir
 from harness.run.progress import LineProgress, RichProgress, Step, make_progress
 from harness.run.repeat import Outcome, run_repeat
 from harness.run.stop import StopFlag
@@ -215,7 +216,7 @@ def test_a_failed_write_leaves_the_previous_run_json(
     def broken_replace(src: object, dst: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("harness.results.os.replace", broken_replace)
+    monkeypatch.setattr("harness.base.writes.os.replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         write_json_atomic(path, {"status": "complete", "n": 2})
     assert json.loads(path.read_text()) == {"status": "running", "n": 1}

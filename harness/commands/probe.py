@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from harness.base.writes import dumps
 from harness.commands import consoles
 from harness.commands.parsing import (
     EXIT_INTERRUPTED,
@@ -21,7 +22,6 @@ from harness.probes.registry import names as probe_names
 from harness.probes.spec import ALIAS_TEXT, parse_probes
 from harness.probes.spec import VALID as VALID_PROBES
 from harness.profiles.settings import ProfileSettings
-from harness.results import dumps
 from harness.run.stop import stop_on_signals
 
 

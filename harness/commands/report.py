@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.base.writes import write_failed
 from harness.commands.parsing import FORMATTER, Commands, help_text
 from harness.report import write_all
-from harness.run.writes import write_failed
 from harness.rundoc.jsonfile import load_run
 
 

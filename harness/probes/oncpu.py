@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.base.writes import write_atomic, write_json_atomic
 from harness.probes.availability import perf_problem, perf_user_only
 from harness.probes.perfctl import PerfControl
 from harness.probes.perfrate import used_frequency
@@ -25,7 +26,6 @@ from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
 from harness.profiles import folded, inferno
 from harness.profiles.settings import ProfileSettings
-from harness.results import write_atomic, write_json_atomic
 from harness.run.leftovers import perf_prefix
 from harness.run.owner import Owner
 from harness.run.stop import StopFlag

@@ -21,12 +21,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness.base.writes import write_atomic
 from harness.describe import render as render_value
 from harness.probes import registry
 from harness.profiles import folded, inferno, offwake_graphs
 from harness.profiles.settings import ProfileSettings
 from harness.profiles.stacks import Stacks
-from harness.results import write_atomic
 from harness.rundoc.model import Cell, GrownFrame, Profile, RunDoc, TopFrame
 from harness.stats import params_key
 

@@ -9,8 +9,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.base.writes import write_atomic
 from harness.paths import REPO_ROOT
-from harness.results import write_atomic
 
 TOOLS_BIN = REPO_ROOT / ".tools" / "bin"
 INSTALL_HINT = "make inferno"

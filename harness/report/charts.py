@@ -34,12 +34,12 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter
 
+from harness.base.writes import write_atomic
 from harness.format.cells import varying_params
 from harness.format.metrics import CPU_METRICS, ratio_metric, report_labels
 from harness.format.numbers import TIMES
 from harness.profiles.cells import slug
 from harness.report import data
-from harness.results import write_atomic
 from harness.stats import flatten_metrics
 
 # Percentile fields of latency_ns, with their percentile.

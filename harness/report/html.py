@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.base.writes import write_atomic
 from harness.format.cells import cell_summary, param_text, varying_params
 from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts, value_text
@@ -28,7 +29,6 @@ from harness.probes.overhead_pairs import (
 )
 from harness.report import data
 from harness.report.data import Code, Finding, Flame, Labeller
-from harness.results import write_atomic
 from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import as_json, load_run
 from harness.stability import stability_notes

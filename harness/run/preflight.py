@@ -11,13 +11,13 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.base.writes import RESERVE_BYTES
 from harness.errors import BadInput
 from harness.probes.btcheck import check_scripts
 from harness.run.bounds import check_plan
 from harness.run.cellcheck import check_cells
 from harness.run.plan import Plan
 from harness.run.scratchroom import check_scratch
-from harness.run.writes import RESERVE_BYTES
 
 KIB = 1024
 MIB = 1024 * KIB

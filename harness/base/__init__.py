@@ -1,0 +1,2 @@
+"""The ground floor that the run pipeline, the probes and the reports stand on, importing
+nothing of theirs: every file write (writes.py)."""
