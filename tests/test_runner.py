@@ -26,11 +26,11 @@ from conftest import (
 from rich.console import Console
 from rundocs import RUN_KEYS
 
+from harness.base.stop import StopFlag
 from harness.base.writes import write_json_atomic
 from harness.results import make_run_dir
 from harness.run.progress import LineProgress, RichProgress, Step, make_progress
 from harness.run.repeat import Outcome, run_repeat
-from harness.run.stop import StopFlag
 
 pytestmark = pytest.mark.unit
 

@@ -22,11 +22,11 @@ import pytest
 from conftest import FIXTURES, HARNESS, run_harness, runs_dir
 from rundocs import schema_problems
 
+from harness.base.stop import StopFlag
 from harness.errors import BadInput
 from harness.run import abandoned, scratch
 from harness.run.scratch import FOLDER_PREFIX, MIB, File, write_file
 from harness.run.scratchroom import margin
-from harness.run.stop import StopFlag
 from harness.rundoc import jsonfile
 from harness.suites import load_suite
 

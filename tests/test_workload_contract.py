@@ -28,6 +28,7 @@ from product_text import issue_refs
 from readme_example import example_name, write_example
 from requirements import need
 
+from harness.base.stop import StopFlag
 from harness.catalog import find_suites, unmet_requirements
 from harness.describe import (
     CONTRACT_VERSIONS,
@@ -38,7 +39,6 @@ from harness.describe import (
 )
 from harness.paths import REPO_ROOT, suites_path
 from harness.run import scratch
-from harness.run.stop import StopFlag
 from harness.suites import Suite, load_suite
 
 pytestmark = pytest.mark.e2e

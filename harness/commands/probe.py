@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from harness.base.stop import stop_on_signals
 from harness.base.writes import dumps
 from harness.commands import consoles
 from harness.commands.parsing import (
@@ -22,7 +23,6 @@ from harness.probes.registry import names as probe_names
 from harness.probes.spec import ALIAS_TEXT, parse_probes
 from harness.probes.spec import VALID as VALID_PROBES
 from harness.profiles.settings import ProfileSettings
-from harness.run.stop import stop_on_signals
 
 
 def add_parser(commands: Commands) -> None:

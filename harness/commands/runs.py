@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from harness import tables
+from harness.base.stop import stop_on_signals
 from harness.base.writes import WriteFailed, write_failed
 from harness.commands import consoles
 from harness.commands.parsing import EXIT_INTERRUPTED
@@ -26,7 +27,6 @@ from harness.run.plan import Plan
 from harness.run.rejected import WorkloadRejected, end_rejected
 from harness.run.runner import execute
 from harness.run.scratch import Scratch
-from harness.run.stop import stop_on_signals
 from harness.rundoc import jsonfile
 
 DEFAULT_DEADLINE_SLACK_S = 120.0

@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.base.stop import StopFlag
 from harness.base.writes import write_json_atomic
 from harness.probes import btmaps
 from harness.probes.availability import bpftrace_problem, tracefs_mounted
 from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
-from harness.run.stop import StopFlag
 
 # bpftrace warns about this on every start under kernels that account BPF memory to cgroups
 # (>= 5.11), where the limit no longer matters.

@@ -14,10 +14,10 @@ import signal
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.base.stop import StopFlag
 from harness.probes.availability import collector_binary, collector_problem
 from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
-from harness.run.stop import StopFlag
 
 UNAVAILABLE_PREFIX = "unavailable:"
 

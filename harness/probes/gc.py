@@ -17,12 +17,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.base.stop import StopFlag
 from harness.base.writes import write_json_atomic
 from harness.probes import jvmgc
 from harness.probes.collector import CollectorProbe
 from harness.probes.probe import Probe, ProbeResult, ProbeSpec
 from harness.probes.totals import add
-from harness.run.stop import StopFlag
 
 # Any of these makes an ELF file a Go program (as bpf/gc.c decides it).
 GO_SECTIONS = frozenset({".go.buildinfo", ".gopclntab", ".note.go.buildid"})

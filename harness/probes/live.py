@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.base.stop import StopFlag
 from harness.errors import BadInput
 from harness.probes import registry
 from harness.probes.probe import ProbeResult, ProbeSpec
 from harness.probes.session import ProbeSession
 from harness.profiles.settings import ProfileSettings
-from harness.run.stop import StopFlag
 
 POLL_S = 0.05
 

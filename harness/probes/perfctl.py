@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.base.stop import StopFlag
 from harness.probes.process import ProbeProcess
-from harness.run.stop import StopFlag
 
 
 class PerfControl:

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.base.stop import StopFlag
 from harness.base.writes import write_json_atomic
 from harness.probes.availability import perf_problem
 from harness.probes.perfctl import PerfControl
 from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
-from harness.run.stop import StopFlag
 
 HARDWARE = (
     "cycles",

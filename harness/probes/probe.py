@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.run.stop import StopFlag
+from harness.base.stop import StopFlag
 
 ATTACH_TIMEOUT_S = 20.0  # loading and attaching; bpftrace compiles first
 FINISH_TIMEOUT_S = 30.0  # detaching, resolving stacks and writing the output

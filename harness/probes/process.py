@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
-from harness.run.stop import StopFlag
+from harness.base.stop import StopFlag
 
 STDERR_TAIL_LINES = 20
 KILL_GRACE_S = 2.0

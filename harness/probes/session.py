@@ -11,12 +11,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.base.stop import StopFlag
 from harness.probes import registry
 from harness.probes.bpfstats import BpfStatsWatch
 from harness.probes.kind import DriverOptions
 from harness.probes.probe import ATTACH_TIMEOUT_S, Probe, ProbeResult, ProbeSpec
 from harness.profiles.settings import ProfileSettings
-from harness.run.stop import StopFlag
 
 
 def raw_path(folder: Path, repeat: int, spec: ProbeSpec) -> Path:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from harness.base.stop import StopFlag
 from harness.run import perfmaps
 from harness.run.confine import RepeatBox
-from harness.run.stop import StopFlag
 
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL
 EXIT_GRACE_S = 1.0  # how long a pipe may stay open after the workload itself exited

@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from harness import cpuset
+from harness.base.stop import StopFlag
 from harness.describe import plain_number
 from harness.probes import bpfstats, overhead, registry
 from harness.probes.metrics import op_count, per_op_metrics
@@ -29,7 +30,6 @@ from harness.run.rejected import rejection
 from harness.run.repeat import Outcome, run_repeat
 from harness.run.resultcheck import vet
 from harness.run.scratch import Scratch
-from harness.run.stop import StopFlag
 from harness.rundoc.model import Failure
 
 

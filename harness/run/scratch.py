@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.base.stop import StopFlag
 from harness.base.writes import WriteFailed
 from harness.errors import BadInput
 from harness.paths import results_root
-from harness.run.stop import StopFlag
 
 if TYPE_CHECKING:  # run.json's record names the files, and the plan imports the probes
     from harness.run.plan import Plan
