@@ -42,7 +42,7 @@ from harness.rundoc.model import (
 )
 
 if TYPE_CHECKING:
-    from harness.run.owner import Owner as RunOwner
+    from harness.base.owner import Owner as RunOwner
     from harness.run.plan import Plan
 
 

@@ -18,17 +18,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.base.owner import Owner
 from harness.base.stop import StopFlag
 from harness.base.writes import write_atomic, write_json_atomic
 from harness.probes.availability import perf_problem, perf_user_only
-from harness.probes.perfctl import PerfControl
+from harness.probes.perfctl import PerfControl, perf_prefix
 from harness.probes.perfrate import used_frequency
 from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
 from harness.probes.process import ProbeProcess
 from harness.profiles import folded, inferno
 from harness.profiles.settings import ProfileSettings
-from harness.run.leftovers import perf_prefix
-from harness.run.owner import Owner
 
 ACK_TIMEOUT_S = 5.0
 # perf record ends with SIGINT's own status after writing perf.data in full.

@@ -15,6 +15,14 @@ from pathlib import Path
 from harness.base.stop import StopFlag
 from harness.probes.process import ProbeProcess
 
+PERF_PREFIX = "harness-perf-"
+
+
+def perf_prefix(token: str) -> str:
+    """Prefix of the FIFO folders of a harness's perf probes: `harness-perf-<owner token>-`
+    (a later harness removes those of one that died: run/leftovers.py)."""
+    return f"{PERF_PREFIX}{token}-"
+
 
 class PerfControl:
     def __init__(self, prefix: str) -> None:

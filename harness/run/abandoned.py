@@ -12,11 +12,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness.base.owner import Owner
 from harness.probes.record import EXPLAIN_FOLDER, cell_folder
 from harness.results import RunRecord
 from harness.run import leftovers, scratch
 from harness.run.cgroup import Hierarchy, owner_groups
-from harness.run.owner import Owner
 from harness.rundoc.jsonfile import RunLoadError, load_run
 from harness.rundoc.model import RunDoc
 

@@ -8,11 +8,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.base.owner import Owner
 from harness.run import leftovers
 from harness.run.cgroup import Group, Hierarchy, find_hierarchy
 from harness.run.guardian import Guardian
 from harness.run.memlimit import human, repeat_limit
-from harness.run.owner import Owner
 
 # `$0` is the cgroup.procs file: the shell moves itself there, then becomes the workload.
 _JOIN = 'echo 0 >"$0" && exec "$@"'

@@ -12,16 +12,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.probes.perfctl import perf_prefix
 from harness.run.cgroup import Group, Hierarchy
 
 ENV_MARK = "HARNESS_OWNER"  # in every workload process: the owner token of its harness
-PERF_PREFIX = "harness-perf-"
 KILL_TIMEOUT_S = 2.0
-
-
-def perf_prefix(token: str) -> str:
-    """Prefix of the perf probe's FIFO folders: `harness-perf-<owner token>-`."""
-    return f"{PERF_PREFIX}{token}-"
 
 
 def marked_pids(token: str) -> list[int]:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.run.owner import start_ticks
+from harness.base.owner import start_ticks
 
 MAP_DIR = Path("/tmp")
 BOOT_TIME_SLACK_S = 1.0  # /proc/stat's btime is in whole seconds
