@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.charts.workload import CHARTS, PlotSpec, Series
 from harness.errors import BadInput, HarnessError
 from harness.run import needs
 from harness.suites import Suite
@@ -19,8 +20,6 @@ from harness.suites import Suite
 ParamValue = int | float | bool | str
 
 PARAM_TYPES = ("int", "float", "bool", "choice", "string")
-# The charts a workload's `plots` may ask for (harness/plots.py draws them).
-CHARTS = ("cdf", "per_connection", "series")
 _PLOT_NAME = re.compile(r"[A-Za-z0-9_-]+")  # part of a file name
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
@@ -156,24 +155,6 @@ class Scenario:
     name: str
     help: str
     params: dict[str, ParamValue]
-
-
-@dataclass(frozen=True)
-class Series:
-    """A result field a plot draws, and what to call it on the axis."""
-
-    name: str
-    label: str
-
-
-@dataclass(frozen=True)
-class PlotSpec:
-    """A plot the workload asks for, drawn per scenario from every repeat's result."""
-
-    name: str  # file `<scenario>.<name>.png`, run.json plots[].kind
-    chart: str  # one of CHARTS
-    title: str
-    series: tuple[Series, ...]
 
 
 @dataclass(frozen=True)
@@ -391,8 +372,9 @@ def _plot(item: object, where: str) -> PlotSpec:
     if not isinstance(title, str):
         raise ValueError(f"{where}.title must be a string, got {title!r}")
     entries = item.get("metrics")
-    count = "exactly one entry" if chart == "cdf" else "at least one entry"
-    if not isinstance(entries, list) or not entries or (chart == "cdf" and len(entries) != 1):
+    one = CHARTS[chart].one_series
+    count = "exactly one entry" if one else "at least one entry"
+    if not isinstance(entries, list) or not entries or (one and len(entries) != 1):
         raise ValueError(f"{where}.metrics must be a list with {count} for a {chart} chart")
     series = []
     for i, entry in enumerate(entries):

@@ -9,8 +9,9 @@ import pytest
 from rich.console import Console
 from rundocs import cell, run
 
+from harness.charts.run import write_plots
+from harness.charts.workload import legend_label, series_medians
 from harness.describe import parse_description
-from harness.plots import legend_label, series_medians, write_plots
 from harness.rundoc.model import Cell
 from harness.tables import print_run
 

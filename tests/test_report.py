@@ -296,3 +296,50 @@ def test_profile_notes_are_matched_to_their_graph(tmp_path: Path) -> None:
     assert flame_gaps(flames(tmp_path, cell, "none")) == [
         "no flame graphs: inferno is not installed"
     ]
+
+
+def test_each_chart_is_drawn_once_and_both_reports_show_it(
+    run: tuple[Path, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from matplotlib.figure import Figure
+
+    saved: list[str] = []
+    savefig = Figure.savefig
+
+    def counted(fig: Figure, out: Any, **kwargs: Any) -> None:
+        saved.append(str(kwargs.get("format")))
+        savefig(fig, out, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", counted)
+    run_dir, _ = run
+    report, summary = write_all(run_dir)
+    files = sorted(p.name for p in (run_dir / "charts").iterdir())
+    assert files == [
+        "steady.latency.png",
+        "steady.latency.svg",
+        "steady.ratios.png",
+        "steady.ratios.svg",
+    ]
+    assert sorted(saved) == ["png", "png", "svg", "svg"]  # one PNG and one SVG a chart
+    page, write_up = report.read_text(), summary.read_text()
+    for png in ("charts/steady.ratios.png", "charts/steady.latency.png"):
+        assert f'src="{png}"' in page and f"]({png})" in write_up
+
+
+def test_a_chart_with_nothing_left_to_draw_leaves_no_file_and_no_figure(
+    run: tuple[Path, dict[str, Any]],
+) -> None:
+    run_dir, doc = run
+    write_all(run_dir)
+    assert (run_dir / "charts" / "steady.latency.svg").is_file()
+    for cell in doc["cells"]:  # the latency percentiles are gone from every repeat
+        for result in cell["repeats"]:
+            result.pop("latency_ns")
+    (run_dir / "run.json").write_text(json.dumps(doc))
+    report, summary = write_all(run_dir)
+    assert sorted(p.name for p in (run_dir / "charts").iterdir()) == [
+        "steady.ratios.png",
+        "steady.ratios.svg",
+    ]
+    assert "steady.latency" not in report.read_text()
+    assert "steady.latency" not in summary.read_text()

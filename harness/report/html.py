@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.writes import write_atomic
+from harness.charts.report import report_charts
 from harness.format.cells import cell_summary, param_text, varying_params
 from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts, value_text
@@ -226,18 +227,17 @@ class Page:
         self.add("</dl></header>")
 
     def charts(self) -> None:
-        """Charts first (harness/report/charts.py): per scenario, the ratios to the baseline
-        with their intervals, then the latency percentiles; the CPU-per-op note under them."""
-        from harness.report.charts import write_charts  # matplotlib: only when drawing
-
-        drawn = write_charts(self.doc, self.run_dir)
+        """Charts first (harness/charts/): per scenario, the ratios to the baseline with their
+        intervals, then the latency percentiles; the CPU-per-op note under them."""
+        drawn = [
+            (chart, href)
+            for chart in report_charts(self.doc)
+            if (href := run_file(self.run_dir, chart.path)) is not None
+        ]
         if not drawn:
             return
         self.add('<section id="charts"><h2>At a glance</h2>')
-        for chart in drawn:
-            href = run_file(self.run_dir, chart.path)
-            if href is None:
-                continue
+        for chart, href in drawn:
             vector = run_file(self.run_dir, chart.vector) or href
             self.add(
                 f'<figure class="plot chart chart-{esc(chart.kind)}">',
@@ -364,8 +364,8 @@ class Page:
     # -- failures and overhead ----------------------------------------------------------------
 
     def plots(self) -> None:
-        """The run's plots (the workload's describe asks for them; harness/plots.py), per
-        scenario."""
+        """The run's plots, per scenario: the workload's describe asks for them
+        (harness/charts/workload.py)."""
         self.add('<section id="plots"><h2>Plots</h2>')
         shown = 0
         for plot in self.doc.get("plots") or []:

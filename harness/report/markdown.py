@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.writes import write_atomic
+from harness.charts.report import report_charts
 from harness.format.cells import cell_summary, param_text, varying_params
 from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts
@@ -117,10 +118,8 @@ class Summary:
 
     def charts(self) -> None:
         """Charts first: each scenario's ratios to the baseline and latency percentiles
-        (harness/report/charts.py), and the CPU-per-op note."""
-        from harness.report.charts import write_charts  # matplotlib: only when drawing
-
-        for chart in write_charts(self.doc, self.run_dir):
+        (harness/charts/), and the CPU-per-op note."""
+        for chart in report_charts(self.doc):
             href = run_file(self.run_dir, chart.path)
             if href is not None:
                 self.add(f"![{text(chart.title)}]({href})", "")

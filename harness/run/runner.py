@@ -164,7 +164,7 @@ def execute(
             record.write()
             progress.finished(step, outcome)
     _profiles(plan, record, console)
-    from harness.plots import write_plots  # matplotlib: only when drawing
+    from harness.charts.run import write_plots  # matplotlib: only when drawing
 
     record.set_plots(write_plots(record.run_dir, record.run.cells, plan.description.plots))
     return record.finish(interrupted)

@@ -1,26 +1,24 @@
-"""The charts report.html and summary.md open with, drawn from run.json alone (matplotlib,
-PNG, under `<run>/charts/`), one pair per scenario:
+"""The charts report.html and summary.md open with, drawn from run.json alone, one pair per
+scenario, `<run>/charts/<scenario>.<kind>.png` (report_charts lists them, run.py draws them):
 
-- `<scenario>.ratios.png`: each strategy's ratio to the baseline with its 95% bootstrap
-  interval, a row per strategy and swept parameter, a panel per metric: the headline one
-  (ops/s unless the workload marks others) and CPU per op of each role; a significant ratio
-  (Mann-Whitney p < 0.05) is a filled marker coloured by its verdict (green better, red worse)
-  and starred, an insignificant one a hollow grey marker;
-- `<scenario>.latency.png`: HdrHistogram-style percentile plot, latency against percentile on
-  a log(1/(1-p)) axis from 50% to 99.99%, a line per strategy (and parameter) through the
+- `ratios`: each strategy's ratio to the baseline with its 95% bootstrap interval, a row per
+  strategy and swept parameter, a panel per metric: the headline one (ops/s unless the
+  workload marks others) and CPU per op of each role; a significant ratio (Mann-Whitney
+  p < 0.05) is a filled marker coloured by its verdict (green better, red worse) and starred,
+  an insignificant one a hollow grey marker;
+- `latency`: HdrHistogram-style percentile plot, latency against percentile on a
+  log(1/(1-p)) axis from 50% to 99.99%, a line per strategy (and parameter) through the
   medians over the repeats of the percentiles the workload reports (`latency_ns.p50`, `p90`,
   `p99`, `p999`, `p9999`), log latency axis.
 
 Both fit a report page 1,280 px wide: the ratio panels wrap, two to a row, and the latency
 legend stands beside the plot, never on its lines. Each chart is also written as SVG (the
 report's "open" link), its legend and plot areas marked by id (`legend`, `plot-area-N`).
-
-A chart with nothing to draw is not written. They are redrawn whenever the reports are.
+A drawer returns False, and writes nothing, when it has nothing to draw.
 """
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,19 +26,12 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt
-from matplotlib.ticker import FuncFormatter
-
-from harness.base.writes import write_atomic
-from harness.format.cells import varying_params
-from harness.format.metrics import CPU_METRICS, ratio_metric, report_labels
+from harness.charts.figures import pyplot, save
 from harness.format.numbers import TIMES
 from harness.profiles.cells import slug
-from harness.report import data
 from harness.stats import flatten_metrics
+
+DPI = 100
 
 # Percentile fields of latency_ns, with their percentile.
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9), ("p9999", 99.99))
@@ -63,41 +54,38 @@ class Chart:
     @property
     def vector(self) -> str:
         """The same chart as SVG."""
-        return vector_path(self.path)
+        return str(Path(self.path).with_suffix(".svg"))
 
 
-def vector_path(path: str) -> str:
-    return str(Path(path).with_suffix(".svg"))
+def report_charts(doc: Mapping[str, Any]) -> list[Chart]:
+    """The charts the reports open with, in their order: per scenario its ratios to the
+    baseline (a run with one), then its latency percentiles. write_charts draws those that
+    have something to draw; the others have no file."""
+    baseline = (doc.get("config") or {}).get("baseline")
+    charts: list[Chart] = []
+    for scenario in dict.fromkeys(str(c.get("scenario")) for c in doc.get("cells") or []):
+        name = slug(scenario)
+        if baseline:
+            title = f"{scenario}: ratio to {baseline}"
+            charts.append(Chart(scenario, "ratios", f"charts/{name}.ratios.png", title))
+        title = f"{scenario}: latency percentiles"
+        charts.append(Chart(scenario, "latency", f"charts/{name}.latency.png", title))
+    return charts
 
 
-def _save(fig: Any, path: Path) -> None:
-    """PNG at `path` and SVG beside it, the legend and plot areas marked by id."""
+def _mark_ids(fig: Any) -> None:
+    """The SVG's legend and plot areas marked by id."""
     for i, ax in enumerate(fig.axes):
         ax.patch.set_gid(f"plot-area-{i}")
         legend = ax.get_legend()
         if legend is not None:
             legend.set_gid("legend")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for file, fmt in ((path, "png"), (path.with_suffix(".svg"), "svg")):
-        out = io.BytesIO()
-        fig.savefig(out, format=fmt, dpi=100, bbox_inches="tight")
-        write_atomic(file, out.getvalue())
-    plt.close(fig)
 
 
 def _row_label(entry: Mapping[str, Any], varying: Sequence[str]) -> str:
     params = entry.get("params") or {}
     shown = " ".join(f"{k}={params[k]}" for k in varying if k in params)
     return " ".join(filter(None, [str(entry.get("candidate")), shown]))
-
-
-def ratio_metrics(doc: Mapping[str, Any], comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The headline metric, then the CPU-per-op metrics the comparisons have ratios for."""
-    columns, _ = data.columns(doc, list(doc.get("cells") or []))
-    headline = ratio_metric(doc, columns)
-    with_ratio = {str(e.get("metric")) for e in comparisons if e.get("ratio") is not None}
-    names = [headline] if headline in with_ratio else []
-    return names + [m for m in CPU_METRICS if m in with_ratio and m not in names]
 
 
 def draw_ratios(
@@ -109,13 +97,15 @@ def draw_ratios(
     varying: Sequence[str],
     path: Path,
 ) -> bool:
+    from matplotlib.ticker import FuncFormatter  # matplotlib: only when drawing
+
     rows = list(dict.fromkeys(_row_label(e, varying) for e in entries))
     if not rows or not metrics:
         return False
     columns = min(len(metrics), PANELS_A_ROW)
     panel_rows = math.ceil(len(metrics) / columns)
     height = 0.45 * len(rows) + 1.6
-    fig, axes = plt.subplots(
+    fig, axes = pyplot().subplots(
         panel_rows,
         columns,
         figsize=(4.2 * columns + 1.5, height * panel_rows),
@@ -159,7 +149,8 @@ def draw_ratios(
         f"{scenario}: ratio to {baseline}, 95% interval; filled * = significant (p < 0.05)",
         y=1.0 + 0.35 / (height * panel_rows),
     )
-    _save(fig, path)
+    _mark_ids(fig)
+    save(fig, path, DPI, svg=True)
     return True
 
 
@@ -170,6 +161,7 @@ def _percentile_x(p: float) -> float:
 def draw_latency(
     scenario: str, cells: Sequence[Mapping[str, Any]], varying: Sequence[str], path: Path
 ) -> bool:
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     drawn = False
     for cell in cells:
@@ -207,29 +199,6 @@ def draw_latency(
         ncol=math.ceil(len(ax.get_lines()) / LEGEND_ROWS),
     )
     fig.set_figheight(max(4.5, 0.19 * min(len(ax.get_lines()), LEGEND_ROWS) + 0.8))
-    _save(fig, path)
+    _mark_ids(fig)
+    save(fig, path, DPI, svg=True)
     return True
-
-
-def write_charts(doc: Mapping[str, Any], run_dir: Path) -> list[Chart]:
-    """Draw every scenario's charts into `<run_dir>/charts/`; returns those drawn."""
-    cells = list(doc.get("cells") or [])
-    baseline = (doc.get("config") or {}).get("baseline")
-    labels = report_labels(doc)
-    columns, _ = data.columns(doc, cells)
-    comparisons = data.comparisons(doc, ratio_metric(doc, columns))
-    metrics = ratio_metrics(doc, comparisons)
-    charts: list[Chart] = []
-    for scenario, group in data.scenarios(cells).items():
-        varying = varying_params(group)
-        name = slug(scenario)
-        if baseline:
-            entries = [e for e in comparisons if str(e.get("scenario")) == scenario]
-            rel = f"charts/{name}.ratios.png"
-            if draw_ratios(scenario, entries, metrics, labels, baseline, varying, run_dir / rel):
-                title = f"{scenario}: ratio to {baseline}"
-                charts.append(Chart(scenario, "ratios", rel, title))
-        rel = f"charts/{name}.latency.png"
-        if draw_latency(scenario, group, varying, run_dir / rel):
-            charts.append(Chart(scenario, "latency", rel, f"{scenario}: latency percentiles"))
-    return charts
