@@ -1,0 +1,181 @@
+"""The summary tables per scenario, the findings, the failed repeats, and a cell's
+comparisons with the baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.format.cells import cell_summary, param_text, varying_params
+from harness.format.figures import p_text, value_text
+from harness.format.notes import named_probes, notes, probe_notes
+from harness.format.numbers import DASH
+from harness.report import data
+from harness.report.sections.context import Context
+from harness.report.sections.markup import esc, figure_cell, inline, ratio_cell, runs_cell
+from harness.stats import CONFIDENCE
+
+
+def summary(page: Context) -> None:
+    page.add('<section id="summary"><h2>Summary</h2>')
+    if not page.cells:
+        page.add('<p class="missing">no cells in this run</p></section>')
+        return
+    for scenario, group in data.scenarios(page.cells).items():
+        scenario_table(page, scenario, group)
+    shown = [e for e in page.entries if e.get("metric") == page.metric and e.get("reason")]
+    lines = notes(shown) + probe_notes(page.cells, named_probes(page.doc))
+    if page.unreported:
+        lines.append("declared by the suite but reported by no cell: " + ", ".join(page.unreported))
+    for line in lines:
+        page.add(f'<p class="note">{esc(line)}</p>')
+    page.add(f'<p class="dim">{esc(legend(page))}</p></section>')
+
+
+def legend(page: Context) -> str:
+    text = "Median of the repeats [95% interval of the median, from order statistics]."
+    if page.metric is not None:
+        text += (
+            f" vs {page.baseline}: ratio of {page.label(page.metric)} medians to the "
+            "baseline's at the same scenario and params [95% bootstrap interval];"
+            " * Mann-Whitney U two-sided p < 0.05 (green better, red worse)."
+        )
+    text += " mutex share: lock-related frames in the client's on-CPU samples."
+    short = sorted(
+        {
+            (int(s.get("n", 0)), float(s.get("ci_coverage", 1.0)))
+            for cell in page.cells
+            for s in cell_summary(cell).values()
+            if float(s.get("ci_coverage", 1.0)) < CONFIDENCE
+        }
+    )
+    for n, coverage in short:
+        if n <= 1:
+            text += " n=1: a single repeat, no interval."
+        else:
+            text += (
+                f" n={n}: the interval is [min{DASH}max] and covers the median with "
+                f"{coverage:.1%} only (n ≥ 6 reaches 95%)."
+            )
+    return text
+
+
+def scenario_table(page: Context, scenario: str, group: Sequence[Mapping[str, Any]]) -> None:
+    params = varying_params(group)
+    against = (
+        page.baseline
+        if page.metric and any(c.get("strategy") == page.baseline for c in group)
+        else None
+    )
+    page.add(f"<h3>scenario {esc(scenario)}</h3>", '<div class="scroll"><table>', "<tr>")
+    # The metric compared with the baseline first, its ratio and p next to it.
+    lead = [n for n in page.columns if n == page.metric] if against is not None else []
+    rest = [n for n in page.columns if n not in lead]
+    page.add('<th class="l">strategy</th>')
+    page.add(*(f"<th>{esc(name)}</th>" for name in params))
+    page.add(*(f"<th>{esc(page.label(name))}</th>" for name in lead))
+    if against is not None:
+        page.add(f"<th>vs {esc(against)}</th><th>p</th>")
+    page.add(*(f"<th>{esc(page.label(name))}</th>" for name in rest))
+    page.add("<th>runs</th></tr>")
+    for cell in group:
+        summary = cell_summary(cell)
+        link = f'<a href="#{page.anchor(cell)}">{esc(cell.get("strategy"))}</a>'
+        page.add("<tr>", f'<td class="l">{link}</td>')
+        page.add(
+            *(
+                f"<td>{esc(param_text((cell.get('params') or {}).get(name)))}</td>"
+                for name in params
+            )
+        )
+        for name in lead:
+            page.add(figure_cell(name, summary.get(name), page.units.get(name)))
+        if against is not None and page.metric is not None:
+            if cell.get("strategy") == against:
+                page.add('<td class="dim">baseline</td><td></td>')
+            else:
+                entry = data.cell_comparison(page.index, cell, page.metric)
+                page.add(ratio_cell(entry), f"<td>{esc(p_text(entry))}</td>")
+        for name in rest:
+            page.add(figure_cell(name, summary.get(name), page.units.get(name)))
+        page.add(runs_cell(cell), "</tr>")
+    page.add("</table></div>")
+
+
+def findings(page: Context) -> None:
+    page.add('<section id="findings"><h2>Findings</h2><ul>')
+    for finding in data.findings(page.doc, page.run_dir):
+        page.add(f"<li>{inline(finding)}</li>")
+    page.add("</ul></section>")
+
+
+def failures(page: Context) -> None:
+    page.add('<section id="failures"><h2>Failures</h2>')
+    failed = [(cell, cell.get("failures") or []) for cell in page.cells]
+    if not any(f for _, f in failed):
+        page.add("<p>No repeat failed.</p></section>")
+        return
+    page.add(
+        "<table><tr><th class=l>cell</th><th>repeat</th><th>exit code</th>"
+        '<th class="l">last line of stderr</th></tr>'
+    )
+    for cell, failures in failed:
+        for failure in failures:
+            error = str(failure.get("error") or "").strip()
+            lines = error.splitlines()
+            last = lines[-1] if lines else "no message"
+            detail = (
+                f"<details><summary>{esc(last)}</summary><pre>{esc(error)}</pre></details>"
+                if len(lines) > 1
+                else esc(last)
+            )
+            page.add(
+                f'<tr><td class="l"><a href="#{page.anchor(cell)}">{esc(page.name(cell))}</a>'
+                f"</td><td>{esc(failure.get('repeat'))}</td>"
+                f"<td>{esc(failure.get('exit_code'))}</td>"
+                f'<td class="l failure">{detail}</td></tr>'
+            )
+    page.add("</table></section>")
+
+
+def cell_comparisons(page: Context, cell: Mapping[str, Any]) -> None:
+    if not page.baseline:
+        return
+    page.add(f"<h3>Compared with {esc(page.baseline)}</h3>")
+    if cell.get("strategy") == page.baseline:
+        page.add('<p class="dim">this is the baseline cell</p>')
+        return
+    entries = [
+        e
+        for e in page.entries
+        if data.comparison_key(e.get("scenario"), e.get("candidate"), e.get("params"), "")
+        == data.comparison_key(cell.get("scenario"), cell.get("strategy"), cell.get("params"), "")
+    ]
+    if not entries:
+        page.add('<p class="missing">no comparisons in run.json for this cell</p>')
+        return
+    page.add(
+        '<div class="scroll"><table><tr><th class="l">metric</th><th>baseline</th>'
+        '<th>this cell</th><th>ratio</th><th>p</th><th class="l">verdict</th>'
+        '<th class="l">note</th></tr>'
+    )
+    for e in entries:
+        metric = str(e.get("metric"))
+        unit = page.units.get(metric)
+
+        def median(value: Any, metric: str = metric, unit: str | None = unit) -> str:
+            if value is None:
+                return DASH
+            return value_text(metric, float(value), unit)
+
+        verdict = str(e.get("verdict") or "")
+        page.add(
+            f'<tr><td class="l">{esc(page.label(metric))}</td>'
+            f"<td>{esc(median(e.get('baseline_median')))}</td>"
+            f"<td>{esc(median(e.get('candidate_median')))}</td>",
+            ratio_cell(e),
+            f"<td>{esc(p_text(e))}</td>",
+            f'<td class="l {esc(verdict)}">{esc(verdict)}</td>',
+            f'<td class="l dim">{esc(e.get("reason") or "")}</td></tr>',
+        )
+    page.add("</table></div>")
