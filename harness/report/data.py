@@ -376,14 +376,9 @@ def findings(doc: Mapping[str, Any], run_dir: Path | None = None) -> list[Findin
     """Short statements computed from run.json (and the probes' files in run_dir), most
     useful first."""
     cells = list(doc.get("cells") or [])
-    config = doc.get("config") or {}
-    baseline = config.get("baseline")
     name = Labeller(cells)
-    unit_of = units(doc)
-    labels = report_labels(doc)
     shown, _ = columns(doc, cells)
     metric = ratio_metric(doc, shown)
-    index = comparison_index(comparisons(doc, metric))
     out: list[Finding] = []
 
     status = str(doc.get("status"))
@@ -394,57 +389,82 @@ def findings(doc: Mapping[str, Any], run_dir: Path | None = None) -> list[Findin
     from harness.report import mechanism
 
     out += mechanism.findings(doc, run_dir, name, metric)
-
     if metric is not None:
-        groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-        for cell in cells:
-            key = (str(cell.get("scenario")), params_key(cell.get("params")))
-            groups.setdefault(key, []).append(cell)
-        for group in groups.values():
-            base = next((c for c in group if c.get("strategy") == baseline), None)
-            for cell in group:
-                if cell is base:
-                    continue
-                entry = cell_comparison(index, cell, metric)
-                if base is not None and entry is not None and entry.get("ratio") is not None:
-                    sentence = _ratio_sentence(name(cell), str(baseline), metric, entry, labels)
-                    sentence.append(_side_by_side(cell, base, unit_of, labels))
-                    out.append(sentence)
-            # The best and the worst of the other strategies, compared on their repeats.
-            others = [c for c in group if c is not base and metric_values(c, metric)]
-            if len(others) >= 2:
-                better = next(
-                    (m.get("better") for m in doc.get("metrics") or [] if m.get("name") == metric),
-                    "higher",
-                )
-                ranked = sorted(others, key=lambda c: _median(c, metric) or 0.0)
-                worst, best = (
-                    (ranked[0], ranked[-1]) if better != "lower" else (ranked[-1], ranked[0])
-                )
-                if _median(best, metric) != _median(worst, metric):
-                    entry = compare_samples(
-                        metric_values(worst, metric), metric_values(best, metric), better
-                    )
-                    if entry.get("ratio") is not None:
-                        sentence = _ratio_sentence(name(best), name(worst), metric, entry, labels)
-                        sentence.append(_side_by_side(best, worst, unit_of, labels))
-                        out.append(sentence)
+        out += _ratio_findings(doc, cells, metric, name)
+    out += _mutex_findings(cells, name)
+    out += _grown_findings(cells, (doc.get("config") or {}).get("baseline"), name)
+    out.append(_failures_finding(cells, name))
+    out += _probe_findings(doc, cells, name)
+    out += _with_probes_findings(doc)
+    return out
 
+
+def _ratio_findings(
+    doc: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], metric: str, name: Labeller
+) -> list[Finding]:
+    """Per scenario and params: each strategy against the baseline, then the best of the
+    others against the worst, compared on their repeats."""
+    baseline = (doc.get("config") or {}).get("baseline")
+    unit_of = units(doc)
+    labels = report_labels(doc)
+    index = comparison_index(comparisons(doc, metric))
+    out: list[Finding] = []
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for cell in cells:
+        key = (str(cell.get("scenario")), params_key(cell.get("params")))
+        groups.setdefault(key, []).append(cell)
+    for group in groups.values():
+        base = next((c for c in group if c.get("strategy") == baseline), None)
+        for cell in group:
+            if cell is base:
+                continue
+            entry = cell_comparison(index, cell, metric)
+            if base is not None and entry is not None and entry.get("ratio") is not None:
+                sentence = _ratio_sentence(name(cell), str(baseline), metric, entry, labels)
+                sentence.append(_side_by_side(cell, base, unit_of, labels))
+                out.append(sentence)
+        # The best and the worst of the other strategies, compared on their repeats.
+        others = [c for c in group if c is not base and metric_values(c, metric)]
+        if len(others) >= 2:
+            better = next(
+                (m.get("better") for m in doc.get("metrics") or [] if m.get("name") == metric),
+                "higher",
+            )
+            ranked = sorted(others, key=lambda c: _median(c, metric) or 0.0)
+            worst, best = (ranked[0], ranked[-1]) if better != "lower" else (ranked[-1], ranked[0])
+            if _median(best, metric) != _median(worst, metric):
+                entry = compare_samples(
+                    metric_values(worst, metric), metric_values(best, metric), better
+                )
+                if entry.get("ratio") is not None:
+                    sentence = _ratio_sentence(name(best), name(worst), metric, entry, labels)
+                    sentence.append(_side_by_side(best, worst, unit_of, labels))
+                    out.append(sentence)
+    return out
+
+
+def _mutex_findings(cells: Sequence[Mapping[str, Any]], name: Labeller) -> list[Finding]:
     shares = [(mutex_share(c), c) for c in cells]
     known = [(s, c) for s, c in shares if s is not None]
-    if len(known) >= 2:
-        high = max(known, key=lambda sc: sc[0])
-        low = min(known, key=lambda sc: sc[0])
-        out.append(
-            [
-                "mutex share (lock-related frames in the client's on-CPU samples): highest in ",
-                Code(name(high[1])),
-                f" ({percent(high[0])}), lowest in ",
-                Code(name(low[1])),
-                f" ({percent(low[0])})",
-            ]
-        )
+    if len(known) < 2:
+        return []
+    high = max(known, key=lambda sc: sc[0])
+    low = min(known, key=lambda sc: sc[0])
+    return [
+        [
+            "mutex share (lock-related frames in the client's on-CPU samples): highest in ",
+            Code(name(high[1])),
+            f" ({percent(high[0])}), lowest in ",
+            Code(name(low[1])),
+            f" ({percent(low[0])})",
+        ]
+    ]
 
+
+def _grown_findings(
+    cells: Sequence[Mapping[str, Any]], baseline: Any, name: Labeller
+) -> list[Finding]:
+    """The five cells whose top frame grew the most against their baseline."""
     grown = []
     for cell in cells:
         profile = cell.get("profile") or {}
@@ -452,30 +472,36 @@ def findings(doc: Mapping[str, Any], run_dir: Path | None = None) -> list[Findin
         if grew:
             top = max(grew, key=lambda g: float(g["delta"]))
             grown.append((float(top["delta"]), cell, top, profile.get("diff_baseline")))
-    for _delta, cell, top, against in sorted(grown, key=lambda g: g[0], reverse=True)[:5]:
-        out.append(
-            [
-                Code(name(cell)),
-                f" vs {against or baseline}: ",
-                Code(str(top.get("frame"))),
-                " grew the most, from "
-                f"{percent(float(top.get('baseline_share') or 0.0))} to "
-                f"{percent(float(top.get('share') or 0.0))} of the samples",
-            ]
-        )
+    return [
+        [
+            Code(name(cell)),
+            f" vs {against or baseline}: ",
+            Code(str(top.get("frame"))),
+            " grew the most, from "
+            f"{percent(float(top.get('baseline_share') or 0.0))} to "
+            f"{percent(float(top.get('share') or 0.0))} of the samples",
+        ]
+        for _delta, cell, top, against in sorted(grown, key=lambda g: g[0], reverse=True)[:5]
+    ]
 
+
+def _failures_finding(cells: Sequence[Mapping[str, Any]], name: Labeller) -> Finding:
     failed = [(c, len(c.get("failures") or [])) for c in cells if c.get("failures")]
-    if failed:
-        total = sum(n for _, n in failed)
-        runs = sum(len(c.get("repeats") or []) + len(c.get("failures") or []) for c in cells)
-        lost_repeats: Finding = [f"{total} of {runs} repeats failed ("]
-        for i, (c, n) in enumerate(failed[:3]):
-            lost_repeats += [", " if i else "", Code(name(c)), f": {n}"]
-        lost_repeats.append(f" and {len(failed) - 3} more cells)" if len(failed) > 3 else ")")
-        out.append(lost_repeats)
-    else:
-        out.append(["no repeat failed"])
+    if not failed:
+        return ["no repeat failed"]
+    total = sum(n for _, n in failed)
+    runs = sum(len(c.get("repeats") or []) + len(c.get("failures") or []) for c in cells)
+    lost_repeats: Finding = [f"{total} of {runs} repeats failed ("]
+    for i, (c, n) in enumerate(failed[:3]):
+        lost_repeats += [", " if i else "", Code(name(c)), f": {n}"]
+    lost_repeats.append(f" and {len(failed) - 3} more cells)" if len(failed) > 3 else ")")
+    return lost_repeats
 
+
+def _probe_findings(
+    doc: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], name: Labeller
+) -> list[Finding]:
+    """Each probe problem or loss once, with the cells it happened in (up to three named)."""
     problems: dict[str, dict[str, str]] = {}  # what -> cell name -> detail
     named = named_probes(doc)
     for cell in cells:
@@ -485,6 +511,7 @@ def findings(doc: Mapping[str, Any], run_dir: Path | None = None) -> list[Findin
             if probe.get("lost_events"):
                 lost = f"probe {probe_name} lost events"
                 problems.setdefault(lost, {})[name(cell)] = f": {probe['lost_events']}"
+    out: list[Finding] = []
     for what, where in problems.items():
         said: Finding = [f"{what} ("]
         if len(where) > 3:
@@ -493,7 +520,12 @@ def findings(doc: Mapping[str, Any], run_dir: Path | None = None) -> list[Findin
             said += [", " if i else "", Code(cell_name), detail]
         said.append(")")
         out.append(said)
+    return out
 
+
+def _with_probes_findings(doc: Mapping[str, Any]) -> list[Finding]:
+    """What the explain repeats' probes, and the probes of the overhead runs, cost in ops/s."""
+    out: list[Finding] = []
     ratio = doc.get("explain_ratio") or {}
     if ratio.get("ratio") is not None:
         out.append(
