@@ -2,7 +2,8 @@
 
 A kind is everything the harness knows about one probe: how to drive it, whether it can run
 here, the metrics it adds to a repeat, what run.json keeps of its output, its sections in
-`harness probe`, `harness doctor` and report.html, and the stacks it gives the profiles.
+`harness probe`, `harness doctor` and report.html, the stacks it gives the profiles and the
+flame graphs drawn from them, and the room its files take in a run directory.
 """
 
 from __future__ import annotations
@@ -53,6 +54,27 @@ class ProbeMetric:
         return {"name": self.name, "unit": self.unit, "better": "lower"}
 
 
+@dataclass(frozen=True)
+class FlameGraph:
+    """A flame graph a kind's stacks give each cell: its keys in run.json's `profile` and its
+    place in the reports."""
+
+    probe: str  # the kind's name
+    key: str
+    title: str  # "on-CPU": "<title> flame graph" in the reports
+    svg_key: str
+    folded_key: str | None
+    # Words of a profile note's head (before its first colon) that name this graph.
+    keywords: tuple[str, ...]
+    rank: int  # its place among every kind's graphs in the reports
+    # Notes are matched against the graphs in this order: "no differential graph: the baseline
+    # cell has no on-CPU profile" is about the differential graph, though it names on-CPU.
+    note_rank: int
+    differential: bool = False  # against the baseline cell's stacks
+    # Listed for every cell, with why it is missing; False: only where the kind's probe ran.
+    always: bool = True
+
+
 def no_metrics(data: Data, context: RepeatContext) -> dict[str, Any]:
     return {}
 
@@ -72,6 +94,10 @@ def no_report(run_dir: Path, probe: Data) -> list[str]:
 
 def no_stacks(path: Path, data: Data, stacks: Stacks) -> None:
     return None
+
+
+def no_files(profile: ProfileSettings, duration_s: float, repeats: int) -> int:
+    return 0
 
 
 @dataclass(frozen=True)
@@ -98,6 +124,10 @@ class ProbeKind:
     live: Callable[[ProbeResult], dict[str, Any] | None] = as_recorded
     report: Callable[[Path, Data], list[str]] = no_report  # HTML under its name in report.html
     stacks: Callable[[Path, Data, Stacks], None] = no_stacks  # one repeat into the profiles
+    graphs: tuple[FlameGraph, ...] = ()  # drawn from those stacks (profiles/cells.py)
+    # About the most its files besides its JSON output take in a run directory at once, for
+    # so many repeats of so many seconds (the run's preflight).
+    files_bytes: Callable[[ProfileSettings, float, int], int] = no_files
 
     @property
     def needs_explain(self) -> bool:

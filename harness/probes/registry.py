@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.probes.kind import ProbeKind, ProbeMetric
+from harness.probes.kind import FlameGraph, ProbeKind, ProbeMetric
 from harness.probes.kinds import bpftrace, futex, gc, offwake, oncpu, perfstat, sched
 
 # In this order: `all`, doctor's lines, the derived metrics of a repeat, `harness probe`.
@@ -63,3 +63,8 @@ def columns() -> dict[str, str]:
 def labels() -> dict[str, str]:
     """The probe metrics the reports show when present, with their headings."""
     return {m.name: heading for m in metrics() if (heading := m.label or m.column) is not None}
+
+
+def flame_graphs() -> list[FlameGraph]:
+    """Every kind's flame graphs, in the reports' order."""
+    return sorted((g for kind in KINDS for g in kind.graphs), key=lambda g: g.rank)

@@ -18,6 +18,7 @@ from harness.format.metrics import LEADING_METRICS, TRAILING_METRICS, ratio_metr
 from harness.format.notes import named_probes, probe_problem
 from harness.format.numbers import DASH, TIMES, human_p, human_ratio, percent
 from harness.probes import registry
+from harness.probes.kind import FlameGraph
 from harness.probes.overhead_pairs import paired_text
 from harness.rundoc.files import run_file
 from harness.stats import compare_cells, compare_samples, metric_values, params_key
@@ -171,36 +172,17 @@ def svg_size(run_dir: Path, rel: str) -> tuple[int, int] | None:
 BASELINE_CELL = "this is the baseline cell"
 
 
-@dataclass(frozen=True)
-class FlameKind:
-    key: str
-    title: str
-    svg_key: str
-    folded_key: str | None
-    keywords: tuple[str, ...]
-
-
-# In the order notes are classified: "no differential graph: the baseline cell has no on-CPU
-# profile" is about the differential graph, though it names the on-CPU profile.
-FLAME_KINDS = (
-    FlameKind("oncpu", "on-CPU", "svg", "folded", ("on-cpu", "oncpu", "perf", "sampl")),
-    FlameKind("offcpu", "off-CPU", "offcpu_svg", "offcpu_folded", ("off-cpu", "offcpu")),
-    FlameKind("wakeups", "wake-up", "wakeup_svg", "wakeup_folded", ("wake",)),
-    FlameKind("offwake", "off-wake", "offwake_svg", "offwake_folded", ("off-wake",)),
-    FlameKind("offwake_diff", "off-wake differential", "offwake_diff_svg", None, ()),
-    FlameKind("diff", "differential", "diff_svg", None, ("diff",)),
-)
-_CLASSIFY_ORDER = ("offwake", "diff", "offcpu", "wakeups", "oncpu")
+# The flame graphs, as the probe kinds that draw them declare them.
+FLAME_KINDS = registry.flame_graphs()
 
 
 def note_kind(note: str) -> str | None:
     """Which flame graph a profile note is about (its words before the first colon decide,
     so the reason may name anything); None when it is about all of them."""
     head = note.split(":", 1)[0].lower()
-    kinds = {kind.key: kind for kind in FLAME_KINDS}
-    for key in _CLASSIFY_ORDER:
-        if any(word in head for word in kinds[key].keywords):
-            return key
+    for kind in sorted(FLAME_KINDS, key=lambda k: k.note_rank):
+        if any(word in head for word in kind.keywords):
+            return kind.key
     return None
 
 
@@ -208,7 +190,7 @@ def note_kind(note: str) -> str | None:
 class Flame:
     """One flame graph of a cell: its link, or why there is none."""
 
-    kind: FlameKind
+    kind: FlameGraph
     path: str | None = None  # relative to the run directory, as in run.json
     href: str | None = None  # set only when the file exists
     folded_path: str | None = None
@@ -224,10 +206,9 @@ def profile_notes(profile: Mapping[str, Any]) -> list[str]:
 
 
 def _missing_reason(
-    kind: FlameKind, cell: Mapping[str, Any], profile: Mapping[str, Any], baseline: str | None
+    kind: FlameGraph, cell: Mapping[str, Any], profile: Mapping[str, Any], baseline: str | None
 ) -> str:
-    is_diff = kind.key in ("diff", "offwake_diff")
-    if is_diff and baseline is not None and cell.get("strategy") == baseline:
+    if kind.differential and baseline is not None and cell.get("strategy") == baseline:
         return BASELINE_CELL
     if not profile:
         return "run.json has no profile for this cell (the profiler did not run)"
@@ -239,8 +220,8 @@ def flames(run_dir: Path, cell: Mapping[str, Any], baseline: str | None) -> list
     profile = cell.get("profile") or {}
     out = []
     for kind in FLAME_KINDS:
-        if kind.key.startswith("offwake") and "offwake" not in (cell.get("probes") or {}):
-            continue  # a probe of its own, not in every run
+        if not kind.always and kind.probe not in (cell.get("probes") or {}):
+            continue
         flame = Flame(kind)
         path = profile.get(kind.svg_key)
         if kind.folded_key and profile.get(kind.folded_key):

@@ -14,6 +14,7 @@ from pathlib import Path
 from harness.base.writes import RESERVE_BYTES
 from harness.errors import BadInput
 from harness.probes.btcheck import check_scripts
+from harness.probes.registry import kind_of
 from harness.run.bounds import check_plan
 from harness.run.cellcheck import check_cells
 from harness.run.plan import Plan
@@ -26,11 +27,8 @@ RUN_BYTES = 256 * KIB  # run.json at the start, report.html, summary.md
 CELL_BYTES = 16 * KIB  # a cell's share of run.json
 REPEAT_BYTES = 8 * KIB  # a repeat's share of run.json
 PROBE_BYTES = 32 * KIB  # a probe's JSON output of a repeat
-FOLDED_BYTES = 128 * KIB  # a repeat's folded stacks (oncpu)
 PROFILE_BYTES = 1 * MIB  # a cell's flame graphs, merged stacks and differential graphs
 PLOT_BYTES = 128 * KIB  # a plot of a scenario
-# perf.data while a repeat is profiled (deleted after it): bytes a sample, by call graph.
-PERF_SAMPLE_BYTES = {"fp": 1 * KIB, "dwarf": 10 * KIB}
 
 
 def preflight(plans: Sequence[Plan], out_dir: Path) -> None:
@@ -52,10 +50,8 @@ def estimate_bytes(plan: Plan) -> int:
     if not plan.probes:
         return total
     total += repeats * len(plan.probes) * PROBE_BYTES + len(plan.cells) * PROFILE_BYTES
-    if any(spec.name == "oncpu" for spec in plan.probes):
-        total += repeats * FOLDED_BYTES
-        samples = plan.profile.frequency_hz * (os.cpu_count() or 1) * plan.duration_s
-        total += int(samples * PERF_SAMPLE_BYTES.get(plan.profile.callgraph, 10 * KIB))
+    for spec in plan.probes:  # their other files: oncpu's folded stacks and perf.data
+        total += kind_of(spec.name).files_bytes(plan.profile, plan.duration_s, repeats)
     return total
 
 

@@ -15,7 +15,14 @@ from rich.console import Console
 from harness.format.numbers import DASH, human, percent
 from harness.probes import availability, terminal
 from harness.probes.collector import CollectorProbe
-from harness.probes.kind import Data, DriverOptions, ProbeKind, ProbeMetric, RepeatContext
+from harness.probes.kind import (
+    Data,
+    DriverOptions,
+    FlameGraph,
+    ProbeKind,
+    ProbeMetric,
+    RepeatContext,
+)
 from harness.probes.probe import Probe, ProbeSpec
 from harness.profiles import folded
 from harness.profiles.stacks import Stacks
@@ -24,6 +31,18 @@ from harness.rundoc.files import run_file
 NAME = "futex"
 METRICS = (ProbeMetric("futex_wait_ns_per_op", "ns", 30, column="futex wait/op"),)
 TOP_REPORT_STACKS = 5
+GRAPHS = (
+    FlameGraph(
+        NAME,
+        "offcpu",
+        "off-CPU",
+        "offcpu_svg",
+        "offcpu_folded",
+        ("off-cpu", "offcpu"),
+        rank=20,
+        note_rank=30,
+    ),
+)
 
 
 def driver(spec: ProbeSpec, out_path: Path, options: DriverOptions) -> Probe:
@@ -203,4 +222,5 @@ KIND = ProbeKind(
     derive=derive,
     report=report,
     stacks=stacks,
+    graphs=GRAPHS,
 )

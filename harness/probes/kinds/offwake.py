@@ -15,12 +15,38 @@ from rich.console import Console
 from harness.format.numbers import human
 from harness.probes import availability, terminal
 from harness.probes.collector import CollectorProbe
-from harness.probes.kind import Data, DriverOptions, ProbeKind
+from harness.probes.kind import Data, DriverOptions, FlameGraph, ProbeKind
 from harness.probes.probe import Probe, ProbeSpec
 from harness.profiles.stacks import Stacks
 
 NAME = "offwake"
 SEPARATOR = "--"  # between the blocked stack and the waker's, as offwaketime folds them
+# A probe of its own, not in every run: its graphs are listed only where it ran.
+GRAPHS = (
+    FlameGraph(
+        NAME,
+        "offwake",
+        "off-wake",
+        "offwake_svg",
+        "offwake_folded",
+        ("off-wake",),
+        rank=40,
+        note_rank=10,
+        always=False,
+    ),
+    FlameGraph(
+        NAME,
+        "offwake_diff",
+        "off-wake differential",
+        "offwake_diff_svg",
+        None,
+        (),
+        rank=50,
+        note_rank=60,
+        differential=True,
+        always=False,
+    ),
+)
 
 
 def driver(spec: ProbeSpec, out_path: Path, options: DriverOptions) -> Probe:
@@ -99,4 +125,5 @@ KIND = ProbeKind(
     section=section,
     report=report,
     stacks=stacks,
+    graphs=GRAPHS,
 )

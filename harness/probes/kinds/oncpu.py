@@ -3,6 +3,7 @@ harness/probes/oncpu.py): flame graphs, top frames and the share of lock-related
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ from harness.probes import availability, terminal
 from harness.probes.kind import (
     Data,
     DriverOptions,
+    FlameGraph,
     ProbeKind,
     ProbeMetric,
     RepeatContext,
@@ -25,10 +27,39 @@ from harness.probes.oncpu import OncpuProbe
 from harness.probes.probe import Probe, ProbeResult, ProbeSpec
 from harness.profiles import folded, inferno
 from harness.profiles.patterns import DEFAULT_MUTEX_PATTERNS
+from harness.profiles.settings import ProfileSettings
 from harness.profiles.stacks import Stacks
 
 NAME = "oncpu"
 METRICS = (ProbeMetric("mutex_share", "share", 60, column="mutex %", label="mutex share"),)
+GRAPHS = (
+    FlameGraph(
+        NAME,
+        "oncpu",
+        "on-CPU",
+        "svg",
+        "folded",
+        ("on-cpu", "oncpu", "perf", "sampl"),
+        rank=10,
+        note_rank=50,
+    ),
+    FlameGraph(
+        NAME,
+        "diff",
+        "differential",
+        "diff_svg",
+        None,
+        ("diff",),
+        rank=60,
+        note_rank=20,
+        differential=True,
+    ),
+)
+KIB = 1024
+# Measured on runs of this repo's suites and rounded up.
+FOLDED_BYTES = 128 * KIB  # a repeat's folded stacks
+# perf.data while a repeat is profiled (deleted after it): bytes a sample, by call graph.
+PERF_SAMPLE_BYTES = {"fp": 1 * KIB, "dwarf": 10 * KIB}
 
 
 def driver(spec: ProbeSpec, out_path: Path, options: DriverOptions) -> Probe:
@@ -134,6 +165,14 @@ def stacks(path: Path, data: Data, into: Stacks) -> None:
     into.frequency_hz = data.get("frequency_hz")
 
 
+def files_bytes(profile: ProfileSettings, duration_s: float, repeats: int) -> int:
+    """Each repeat's folded stacks, and perf.data of the repeat being recorded."""
+    samples = profile.frequency_hz * (os.cpu_count() or 1) * duration_s
+    return repeats * FOLDED_BYTES + int(
+        samples * PERF_SAMPLE_BYTES.get(profile.callgraph, 10 * KIB)
+    )
+
+
 KIND = ProbeKind(
     name=NAME,
     explain=True,  # perf sampling with stacks
@@ -145,4 +184,6 @@ KIND = ProbeKind(
     recorded=recorded,
     live=live,
     stacks=stacks,
+    graphs=GRAPHS,
+    files_bytes=files_bytes,
 )

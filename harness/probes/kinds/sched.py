@@ -18,13 +18,25 @@ from rich.console import Console
 from harness.format.numbers import human
 from harness.probes import availability, terminal
 from harness.probes.collector import CollectorProbe
-from harness.probes.kind import Data, DriverOptions, ProbeKind, ProbeMetric, RepeatContext
+from harness.probes.kind import (
+    Data,
+    DriverOptions,
+    FlameGraph,
+    ProbeKind,
+    ProbeMetric,
+    RepeatContext,
+)
 from harness.probes.log2 import add_hists, hist_quantile
 from harness.probes.probe import Probe, ProbeSpec
 from harness.profiles.stacks import Stacks
 
 NAME = "sched"
 QUANTILES = {"p50": 0.50, "p99": 0.99}
+GRAPHS = (
+    FlameGraph(
+        NAME, "wakeups", "wake-up", "wakeup_svg", "wakeup_folded", ("wake",), rank=30, note_rank=40
+    ),
+)
 METRICS = (
     ProbeMetric("ctx_switches_per_op", "switches", 10, column="ctx sw/op"),
     ProbeMetric("wakeups_per_op", "wake-ups", 20, column="wakeups/op"),
@@ -170,4 +182,5 @@ KIND = ProbeKind(
     derive=derive,
     report=report,
     stacks=stacks,
+    graphs=GRAPHS,
 )
