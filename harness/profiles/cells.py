@@ -24,6 +24,7 @@ from typing import Any
 from harness.base.writes import write_atomic
 from harness.describe import render as render_value
 from harness.probes import registry
+from harness.probes.kinds import futex, offwake, oncpu, sched
 from harness.profiles import folded, inferno, offwake_graphs
 from harness.profiles.settings import ProfileSettings
 from harness.profiles.stacks import Stacks
@@ -93,8 +94,8 @@ class CellProfiler:
         where = _describe(cell)
         notes: list[str] = []
         out = Profile(notes=notes)
-        oncpu = cell.probes.get("oncpu")
-        repeats = len(oncpu.paths or []) if oncpu else 0
+        sampled = cell.probes.get(oncpu.NAME)
+        repeats = len(sampled.paths or []) if sampled else 0
         if stacks.oncpu:
             samples = folded.total(stacks.oncpu)
             hz = f" at {stacks.frequency_hz} Hz" if stacks.frequency_hz else ""
@@ -113,7 +114,7 @@ class CellProfiler:
             if missing_diff:
                 notes.append(missing_diff)
         else:
-            notes.append(_missing(cell, "oncpu", "no on-CPU profile"))
+            notes.append(_missing(cell, oncpu.NAME, "no on-CPU profile"))
         if stacks.offcpu:
             blocked = folded.total(stacks.offcpu)
             out.offcpu_folded, out.offcpu_svg = self._graph(
@@ -126,7 +127,7 @@ class CellProfiler:
             )
             out.offcpu_ns = blocked
         else:
-            notes.append(_missing(cell, "futex", "no off-CPU graph"))
+            notes.append(_missing(cell, futex.NAME, "no off-CPU graph"))
         if stacks.wakeups:
             count = folded.total(stacks.wakeups)
             out.wakeup_folded, out.wakeup_svg = self._graph(
@@ -139,11 +140,11 @@ class CellProfiler:
             )
             out.wakeups = count
         else:
-            notes.append(_missing(cell, "sched", "no wake-up view"))
+            notes.append(_missing(cell, sched.NAME, "no wake-up view"))
         if stacks.offwake:
             notes += offwake_graphs.draw(self, out, cell, stacks, baseline, name, where)
-        elif "offwake" in cell.probes:
-            notes.append(_missing(cell, "offwake", "no off-wake graph"))
+        elif offwake.NAME in cell.probes:
+            notes.append(_missing(cell, offwake.NAME, "no off-wake graph"))
         out.notes = notes  # the model copied the list it was given
         return out
 

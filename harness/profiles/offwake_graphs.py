@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from harness.probes.kinds import offwake
 from harness.profiles import folded, inferno
 from harness.profiles.stacks import Stacks
 from harness.rundoc.model import Cell, Profile
@@ -40,7 +41,7 @@ def draw(
     )
     out.offwake_ns = blocked
     notes = []
-    summary = cell.probes.get("offwake")
+    summary = cell.probes.get(offwake.NAME)
     lost = int((summary.totals or {}).get("lost_stacks") or 0) if summary else 0
     if lost:
         notes.append(

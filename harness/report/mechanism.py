@@ -23,6 +23,7 @@ import numpy as np
 
 from harness.format.metrics import ratio_metric
 from harness.format.numbers import DASH, human, human_ratio, percent
+from harness.probes.kinds import futex, offwake
 from harness.probes.kinds.futex import top_stacks
 from harness.probes.metrics import op_count
 from harness.report.data import (
@@ -170,7 +171,7 @@ def pair_counts(
     another thread (a `[...]` waker) is no wake-up."""
     ops = ops_by_round(doc, cell)
     out: PairCounts = []
-    for round_, data in raw_files(run_dir, cell, "offwake"):
+    for round_, data in raw_files(run_dir, cell, offwake.NAME):
         if round_ not in ops:
             continue
         pairs: Counter[tuple[str, str]] = Counter()
@@ -267,7 +268,7 @@ def futex_rule(c: Contrast) -> Finding | None:
     entry = grew(explain_values(c.doc, c.fast, metric), explain_values(c.doc, c.slow, metric))
     if entry is None:
         return None
-    probe = (c.slow.get("probes") or {}).get("futex") or {}
+    probe = (c.slow.get("probes") or {}).get(futex.NAME) or {}
     if int((probe.get("totals") or {}).get("waits") or 0) < MIN_FUTEX_WAITS:
         return None
     out = c.says(
