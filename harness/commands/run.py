@@ -68,6 +68,21 @@ def add_parser(commands: Commands) -> None:
         help="the suite to run: a name (see `harness list`), or the path of a suite's folder "
         "(an argument with a `/` or naming an existing folder), which may be anywhere",
     )
+    _add_cell_options(p)
+    _add_timing_options(p)
+    add_probe_options(p)
+    _add_probe_run_options(p)
+    _add_output_options(p)
+    add_wide_option(p)
+    p.set_defaults(handler=handle)
+    assert isinstance(p, Parser)  # the subparsers take the top-level parser's class
+    p.precheck = _too_many_values
+
+
+# The options in the order --help lists them: which cells, how long, which probes, where to.
+
+
+def _add_cell_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--strategies",
         type=names,
@@ -97,6 +112,9 @@ def add_parser(commands: Commands) -> None:
         metavar="K=V",
         help="set a parameter; repeat a key to sweep it (cells = strategies x swept values)",
     )
+
+
+def _add_timing_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--duration-s",
         type=positive_float,
@@ -120,7 +138,9 @@ def add_parser(commands: Commands) -> None:
         f"{MAX_CELLS:,} cells and {MAX_STEPS:,} repeats in all, and each cell must fit "
         "this machine's memory and disk by its workload's `needs`",
     )
-    add_probe_options(p)
+
+
+def _add_probe_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--probe-overhead",
         action="store_true",
@@ -136,6 +156,9 @@ def add_parser(commands: Commands) -> None:
         "and profile probes run on these only (default: 1 when one of them is asked for; 0: "
         "leave them out; at most --repeat; docs/probes.md)",
     )
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cpuset",
         action="append",
@@ -162,10 +185,6 @@ def add_parser(commands: Commands) -> None:
         action="store_true",
         help="print run.json on stdout (the table goes to stderr)",
     )
-    add_wide_option(p)
-    p.set_defaults(handler=handle)
-    assert isinstance(p, Parser)  # the subparsers take the top-level parser's class
-    p.precheck = _too_many_values
 
 
 def handle(args: argparse.Namespace) -> int:
