@@ -81,7 +81,7 @@ def execute(
                 interrupted = True
                 break
             cell = plan.cells[cell_index]
-            key, specs = variant.key, variant.specs
+            key = variant.key
             step = Step(
                 index=index,
                 total=total,
@@ -102,18 +102,7 @@ def execute(
                 folder = folder / EXPLAIN_FOLDER  # its r<round>-*.json beside the others'
             elif overhead_only:
                 folder = folder / f"overhead-{key}"  # deleted once its ops/s are in
-            session = (
-                ProbeSession(
-                    specs,
-                    folder,
-                    repeat + 1,
-                    stop,
-                    profile=plan.profile,
-                    measurement=not variant.explain,
-                )
-                if specs
-                else None
-            )
+            session = _session(plan, variant, folder, repeat + 1, stop)
             try:
                 outcome = run_repeat(
                     plan.suite.binary,
@@ -168,6 +157,17 @@ def execute(
 
     record.set_plots(write_plots(record.run_dir, record.run.cells, plan.description.plots))
     return record.finish(interrupted)
+
+
+def _session(
+    plan: Plan, variant: overhead.Variant, folder: Path, round_: int, stop: StopFlag
+) -> ProbeSession | None:
+    """The repeat's probes, writing into `folder`; none for a variant without probes."""
+    if not variant.specs:
+        return None
+    return ProbeSession(
+        variant.specs, folder, round_, stop, profile=plan.profile, measurement=not variant.explain
+    )
 
 
 def _profiles(plan: Plan, record: RunRecord, console: Console) -> None:
