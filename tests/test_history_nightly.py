@@ -3,6 +3,8 @@ database (results/history.sqlite), dashboard, regressions: two points per series
 
 from __future__ import annotations
 
+import html
+import json
 import re
 from pathlib import Path
 
@@ -24,7 +26,10 @@ def test_two_nightly_runs_give_two_points_per_series(harness_env: dict[str, str]
     pages = sorted((results / "dashboard" / "series").glob("*.html"))
     assert pages
     for page in pages:
-        points = re.findall(r'<circle class="point"', page.read_text())
-        assert len(points) == 2, page
+        # The chart's data: a point per run, which chart.js hands to uPlot.
+        found = re.search(r"data-series='([^']*)'", page.read_text())
+        assert found, page
+        chart = json.loads(html.unescape(found[1]))
+        assert len(chart["points"]) == 2, (page, chart)
     listing = run_harness(["history", "list"], harness_env)
     assert len(listing.stdout.splitlines()) == 3  # heading and two runs

@@ -204,7 +204,7 @@ def test_run_json_is_replaced_atomically_while_running(harness_env: dict[str, st
     # No temp file left (charts/: the charts the reports open with).
     names = ["charts", "report.html", "run.json", "summary.md"]
     assert sorted(p.name for p in run_dir.iterdir()) == names
-    assert not [p for p in (run_dir / "charts").iterdir() if not p.name.endswith(".png")]
+    assert not [p for p in (run_dir / "charts").iterdir() if p.suffix not in (".png", ".svg")]
 
 
 def test_a_failed_write_leaves_the_previous_run_json(

@@ -65,12 +65,15 @@ def test_io_vs_fio_one_small_round(tmp_path: Path) -> None:
     done = run([SCRIPTS / "io-vs-fio", "psync", "0", "1", file], env)
     assert done.returncode == 0, done.stderr
     match = re.fullmatch(
-        r"psync direct=0 round 1: io (\d+) IOPS, fio (\d+) IOPS, io/fio ([\d.]+)\n", done.stdout
+        r"psync direct=0 round 1: io (\d+) IOPS, fio (\d+) IOPS, io/fio ([\d.]+)\n"
+        r"psync direct=0 median io/fio over 1 rounds: ([\d.]+)\n",
+        done.stdout,
     )
     assert match, done.stdout
     io, fio, ratio = int(match[1]), int(match[2]), float(match[3])
     assert io > 0 and fio > 0
     assert ratio == pytest.approx(io / fio, abs=1e-3)
+    assert match[4] == match[3]  # the median of one round is that round
     assert file.stat().st_size == 4 << 20
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scratch"]  # no partial file left
 
