@@ -15,12 +15,13 @@ from conftest import FIXTURES, only_run, run_harness, runs_dir, sleepy_log
 from rich.console import Console
 from rundocs import cell, run, schema_problems
 from sqlalchemy import select
+from standins import stand_in_collectors
 
 from harness import tables
 from harness.format.numbers import DASH, TIMES
 from harness.history.db import connect
 from harness.history.schema import points, samples, series
-from harness.probes import collector, overhead_pairs
+from harness.probes import overhead_pairs
 from harness.probes.session import ProbeSession
 from harness.probes.spec import parse_probes
 from harness.suites import load_suite
@@ -159,17 +160,7 @@ def test_the_measurement_repeats_run_sched_counters_only_and_futex_in_full(
     """A kind's measurement_args reach its collector's command line on measurement repeats
     only: sched --counters-only. futex has none: wherever it runs (the explain repeats,
     --probe-overhead's futex alone) it takes its stacks."""
-    build = tmp_path / "build"
-    build.mkdir()
-    for name in ("futex", "sched"):
-        # A stand-in collector: writes its arguments and says it is attached.
-        script = build / name
-        script.write_text(
-            f'#!/bin/sh\necho "$@" > {tmp_path}/{name}.args\necho \'{{"event":"attached"}}\'\n'
-        )
-        script.chmod(0o755)
-    monkeypatch.setenv("HARNESS_BPF_BUILD", str(build))
-    monkeypatch.setattr(collector, "collector_problem", lambda name: None)
+    stand_in_collectors(tmp_path, ("futex", "sched"), monkeypatch)
     specs = parse_probes("sched,futex")
     for measurement in (True, False):
         session = ProbeSession(specs, tmp_path / "raw", 1, None, measurement=measurement)

@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
+from standins import stand_in_collectors
 
 from harness.cli import build_parser
 from harness.commands.probe_options import profile_settings
-from harness.probes import collector
 from harness.probes.session import ProbeSession
 from harness.probes.spec import parse_probes
 from harness.profiles.settings import ProfileSettings
@@ -44,17 +44,7 @@ def test_kernel_stacks_reach_the_offwake_collector_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The setting reaches offwake's command line and no other collector's."""
-    build = tmp_path / "build"
-    build.mkdir()
-    for name in ("offwake", "sched"):
-        # A stand-in collector: writes its arguments and says it is attached.
-        script = build / name
-        script.write_text(
-            f'#!/bin/sh\necho "$@" > {tmp_path}/{name}.args\necho \'{{"event":"attached"}}\'\n'
-        )
-        script.chmod(0o755)
-    monkeypatch.setenv("HARNESS_BPF_BUILD", str(build))
-    monkeypatch.setattr(collector, "collector_problem", lambda name: None)
+    stand_in_collectors(tmp_path, ("offwake", "sched"), monkeypatch)
     specs = parse_probes("sched,offwake")
     for kernel_stacks in (False, True):
         profile = ProfileSettings(kernel_stacks=kernel_stacks)
