@@ -305,6 +305,8 @@ def test_no_perf_map_outlives_the_run(
     if probes == "oncpu":
         need(perf_problem())
     args = ["--strategies", "no-timeout", "--probes", probes, "--repeat", "2"]
+    if probes == "oncpu":  # perf samples on explain repeats only: as many of them, for frames
+        args += ["--explain-repeats", "2"]
     doc, _ = run_lettuce([*args, "--duration-s", "1", "--warmup-s", "0.5"], lettuce_env)
     (cell,) = doc["cells"]
     assert len(cell["repeats"]) == 2
