@@ -48,6 +48,28 @@ fn drive<R: Rovers>(
     trace
 }
 
+/// Over every window of a `drive` trace (from a step's replenish timestamp to a later
+/// step), the tokens granted are at most rate x window + limit + `per_replenish` a step.
+fn grants_within(
+    trace: &[(u64, u64, u64)],
+    rate: u64,
+    limit: u64,
+    per_replenish: f64,
+) -> Result<(), TestCaseError> {
+    for i in 0..trace.len() {
+        for j in i + 1..trace.len() {
+            let window_s = (trace[j].0 - trace[i].2) as f64 / 1e9;
+            let granted = trace[j].1 - trace[i].1;
+            let bound = rate as f64 * window_s + limit as f64 + per_replenish * (j - i) as f64;
+            prop_assert!(
+                granted as f64 <= bound + 1e-6,
+                "steps {i}..{j}: granted {granted} > {bound}"
+            );
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -66,15 +88,7 @@ proptest! {
             steps.iter().map(|&(us, size)| (us * 1_000, size.min(limit))).collect();
         let tb = SharedTokenBucket::<PureRovers>::new(rate, limit, 1, 0);
         let trace = drive(&tb, &steps, |_, _| {});
-        for i in 0..trace.len() {
-            for j in i + 1..trace.len() {
-                let window_s = (trace[j].0 - trace[i].2) as f64 / 1e9;
-                let granted = trace[j].1 - trace[i].1;
-                let bound = rate as f64 * window_s + limit as f64;
-                prop_assert!(granted as f64 <= bound + 1e-6,
-                    "steps {i}..{j}: granted {granted} > {bound}");
-            }
-        }
+        grants_within(&trace, rate, limit, 0.0)?;
     }
 
     /// Any rate, nanosecond times and a threshold: seastar rounds each replenish to the
@@ -90,16 +104,7 @@ proptest! {
         let steps: Vec<(u64, u64)> = steps.iter().map(|&(ns, s)| (ns, s.min(limit))).collect();
         let tb = SharedTokenBucket::<PureRovers>::new(rate, limit, threshold, 0);
         let trace = drive(&tb, &steps, |_, _| {});
-        for i in 0..trace.len() {
-            for j in i + 1..trace.len() {
-                let window_s = (trace[j].0 - trace[i].2) as f64 / 1e9;
-                let replenishes = (j - i) as f64;
-                let granted = trace[j].1 - trace[i].1;
-                let bound = rate as f64 * window_s + limit as f64 + 0.5 * replenishes;
-                prop_assert!(granted as f64 <= bound + 1e-6,
-                    "steps {i}..{j}: granted {granted} > {bound}");
-            }
-        }
+        grants_within(&trace, rate, limit, 0.5)?;
     }
 
     /// `replenish=exact` at any rate, nanosecond times and a threshold: the tokens are floored
@@ -116,15 +121,7 @@ proptest! {
         let tb = SharedTokenBucket::<PureRovers>::new(rate, limit, threshold, 0)
             .with_replenish(Replenish::Exact);
         let trace = drive(&tb, &steps, |_, _| {});
-        for i in 0..trace.len() {
-            for j in i + 1..trace.len() {
-                let window_s = (trace[j].0 - trace[i].2) as f64 / 1e9;
-                let granted = trace[j].1 - trace[i].1;
-                let bound = rate as f64 * window_s + limit as f64;
-                prop_assert!(granted as f64 <= bound + 1e-6,
-                    "steps {i}..{j}: granted {granted} > {bound}");
-            }
-        }
+        grants_within(&trace, rate, limit, 0.0)?;
     }
 
     /// Releases of random parts of what was granted: the total granted never exceeds
