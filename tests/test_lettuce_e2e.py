@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -317,7 +319,12 @@ def test_no_perf_map_outlives_the_run(
     if probes == "oncpu":
         (run_dir,) = runs_dir(lettuce_env).iterdir()
         folded = (run_dir / "folded" / "no-timeout.oncpu.folded").read_text()
-        assert "io.lettuce.core" in folded and "_[j]" in folded, folded[:2000]
+        # Only the map names a JIT-compiled method (`void io.netty....flush0_[j]`); without it
+        # those frames are [unknown]. Which methods a 99 Hz sample of 2 s lands in is chance:
+        # io.lettuce.core frames were missing from one CI run's folded stacks, so any named
+        # Java method counts, and the failure shows how many samples each thread got.
+        methods = re.findall(r"[\w$]+(?:\.[\w$]+)+\.[\w$<>]+_\[j\]", folded)
+        assert methods, per_thread_samples(folded)
 
 
 @pytest.mark.bpf
@@ -367,3 +374,12 @@ def test_gc_probe_agrees_with_the_jvm(lettuce_env: dict[str, str]) -> None:
         longest = max(pause["max"], jvm["max_ms"] * 1e6 + 1e6)
         slack = 0.10 * jvm_ns + 1e6 * collections + abs(cycles - collections) * longest
         assert jvm_ns - slack <= gc_ns <= jvm_ns + slack + pause["max"], (gc_ns, pause, jvm)
+
+
+def per_thread_samples(folded: str) -> dict[str, int]:
+    """Samples per thread name in folded stacks (`thread;frame;... count` lines)."""
+    samples: Counter[str] = Counter()
+    for line in folded.splitlines():
+        stack, _, count = line.rpartition(" ")
+        samples[stack.split(";", 1)[0]] += int(count)
+    return dict(samples.most_common())
