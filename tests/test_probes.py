@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,14 @@ from harness.format.notes import probe_notes
 from harness.paths import REPO_ROOT
 from harness.probes import btmaps, overhead, registry
 from harness.probes.bpftrace import failed_only_in_teardown, interrupt_until_exit
+from harness.probes.kind import (
+    DriverOptions,
+    ProbeMetric,
+    declare,
+    no_files,
+    no_stacks,
+    totals_report,
+)
 from harness.probes.kinds import sched as sched_kind
 from harness.probes.log2 import hist_quantile
 from harness.probes.metrics import per_op_metrics
@@ -290,6 +299,37 @@ def test_sched_section_of_counters_shows_run_queue_time_not_quantiles() -> None:
     console = Console(record=True, width=200)
     sched_kind.section("sched", SCHED, console)
     assert "runq p50" in console.export_text()
+
+
+def test_a_kind_is_declared_by_its_module_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`declare` takes each field the module defines by its name, ProbeKind's default for the
+    rest, a collector's doctor line when it has no `check`, and refuses a field given twice."""
+    module = types.ModuleType("kinds_fixture")
+    module.NAME = "fixture"
+    module.METRICS = (ProbeMetric("fixture_per_op", "events", 99),)
+
+    def driver(spec: ProbeSpec, out_path: Path, options: DriverOptions) -> Any:
+        raise AssertionError("not driven")
+
+    def section(name: str, data: Any, console: Console) -> None:
+        console.print(name)
+
+    module.driver, module.section = driver, section
+    module.report = totals_report(lambda totals: f"{totals['n']} <events>")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+
+    kind = declare(module.__name__, collector=True, explain=True)
+    assert (kind.name, kind.driver, kind.section) == ("fixture", driver, section)
+    assert kind.metrics == module.METRICS and kind.collector and kind.explain
+    assert kind.graphs == () and kind.stacks is no_stacks and kind.files_bytes is no_files
+    assert kind.check(Path("/nonexistent-root")).check == "probe fixture"
+    assert kind.report(Path(), {"totals": {"n": 3}}) == ["<p>3 &lt;events&gt;</p>"]
+    assert kind.report(Path(), {"totals": {}}) == []
+    with pytest.raises(TypeError, match="metrics"):
+        declare(module.__name__, metrics=())
+    # Each registered kind's module is where its fields come from.
+    assert sched_kind.KIND.report is sched_kind.report
+    assert sched_kind.KIND.measurement_args == ("--counters-only",)
 
 
 def test_the_cell_record_keeps_paths_totals_and_reasons(tmp_path: Path) -> None:

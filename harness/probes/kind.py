@@ -4,18 +4,26 @@ A kind is everything the harness knows about one probe: how to drive it, whether
 here, the metrics it adds to a repeat, what run.json keeps of its output, its sections in
 `harness probe`, `harness doctor` and report.html, the stacks it gives the profiles and the
 flame graphs drawn from them, and the room its files take in a run directory.
+
+A kind's module declares it by its names (`declare`): `NAME`, `driver`, `section`, and as it
+needs `check` (a collector's is `availability.collector_check`), `METRICS`, `derive`,
+`recorded`, `live`, `report`, `stacks`, `GRAPHS` and `files_bytes`; ProbeKind's fields below
+say what each is.
 """
 
 from __future__ import annotations
 
+import html
+import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from harness.checks import Check
+from harness.probes import availability
 from harness.probes.probe import Probe, ProbeResult, ProbeSpec
 from harness.profiles.settings import ProfileSettings
 from harness.profiles.stacks import Stacks
@@ -133,3 +141,36 @@ class ProbeKind:
     def needs_explain(self) -> bool:
         """Its whole output comes from explain repeats: explain-only, or lean on the others."""
         return self.explain or bool(self.measurement_args)
+
+
+# ProbeKind's fields a kind's module gives by a name of its own (the rest by their own name).
+_DECLARED_AS = {"name": "NAME", "metrics": "METRICS", "graphs": "GRAPHS"}
+
+
+def declare(module: str, **flags: Any) -> ProbeKind:
+    """The kind of the module `module` (its `__name__`, at its end): each of ProbeKind's fields
+    that the module defines under the field's name (`_DECLARED_AS`), ProbeKind's default for
+    the others; `flags` gives the fields that are not code (explain, collector...)."""
+    names = vars(sys.modules[module])
+    given = {
+        f.name: names[_DECLARED_AS.get(f.name, f.name)]
+        for f in fields(ProbeKind)
+        if _DECLARED_AS.get(f.name, f.name) in names
+    }
+    overlap = given.keys() & flags.keys()
+    if overlap:  # a programming error: one place per field
+        raise TypeError(f"{module} gives {sorted(overlap)} both by name and as flags")
+    if flags.get("collector") and "check" not in given:
+        given["check"] = lambda root: availability.collector_check(given["name"], root)
+    return ProbeKind(**given, **flags)
+
+
+def totals_report(line: Callable[[Data], str]) -> Callable[[Path, Data], list[str]]:
+    """A kind's part of report.html: one paragraph, `line` of its totals over the repeats;
+    nothing when it has none."""
+
+    def report(run_dir: Path, probe: Data) -> list[str]:
+        totals = probe.get("totals") or {}
+        return [f"<p>{html.escape(line(totals), quote=True)}</p>"] if totals else []
+
+    return report

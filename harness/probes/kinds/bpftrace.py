@@ -15,7 +15,7 @@ from harness.checks import PRIVILEGE_FIX, TRACEFS_FIX, Check
 from harness.format.numbers import human, is_time_metric
 from harness.probes import availability, terminal
 from harness.probes.bpftrace import BpftraceProbe
-from harness.probes.kind import Data, DriverOptions, ProbeKind
+from harness.probes.kind import Data, DriverOptions, declare
 from harness.probes.probe import Probe, ProbeSpec
 
 NAME = "bt"
@@ -83,11 +83,4 @@ def section(name: str, data: Data, console: Console) -> None:
         console.print(Text(f"  note: {note}", style="yellow"))
 
 
-KIND = ProbeKind(
-    name=NAME,
-    explain=True,  # any script: its cost is unknown
-    driver=driver,
-    check=check,
-    section=section,
-    recorded=recorded,
-)
+KIND = declare(__name__, explain=True)  # any script: its cost is unknown

@@ -13,15 +13,15 @@ from typing import Any
 from rich.console import Console
 
 from harness.format.numbers import DASH, human, percent
-from harness.probes import availability, terminal
+from harness.probes import terminal
 from harness.probes.collector import CollectorProbe
 from harness.probes.kind import (
     Data,
     DriverOptions,
     FlameGraph,
-    ProbeKind,
     ProbeMetric,
     RepeatContext,
+    declare,
 )
 from harness.probes.probe import Probe, ProbeSpec
 from harness.profiles import folded
@@ -209,18 +209,6 @@ def stacks(path: Path, data: Data, into: Stacks) -> None:
     into.offcpu.update(folded.parse("\n".join(data.get("folded") or [])))
 
 
-KIND = ProbeKind(
-    name=NAME,
-    # Explain repeats only, in full (stacks): even --no-stacks costs each futex syscall of
-    # every process two programs, 1-4 % of the CPU on timers and lettuce (docs/probes.md).
-    explain=True,
-    collector=True,
-    driver=driver,
-    check=lambda root: availability.collector_check(NAME, root),
-    section=section,
-    metrics=METRICS,
-    derive=derive,
-    report=report,
-    stacks=stacks,
-    graphs=GRAPHS,
-)
+# Explain repeats only, in full (stacks): even --no-stacks costs each futex syscall of every
+# process two programs, 1-4 % of the CPU on timers and lettuce (docs/probes.md).
+KIND = declare(__name__, explain=True, collector=True)

@@ -13,7 +13,7 @@ from rich.console import Console
 from harness.checks import PRIVILEGE_FIX, Check
 from harness.probes import availability, terminal
 from harness.probes.gc import GcProbe
-from harness.probes.kind import Data, DriverOptions, ProbeKind, ProbeMetric, RepeatContext
+from harness.probes.kind import Data, DriverOptions, ProbeMetric, RepeatContext, declare
 from harness.probes.log2 import hist_quantile
 from harness.probes.probe import Probe, ProbeSpec
 
@@ -160,13 +160,4 @@ def _reasons(processes: list[Data], console: Console) -> None:
     console.print(table)
 
 
-KIND = ProbeKind(
-    name=NAME,
-    collector=True,
-    driver=driver,
-    check=check,
-    section=section,
-    metrics=METRICS,
-    derive=derive,
-    recorded=recorded,
-)
+KIND = declare(__name__, collector=True)

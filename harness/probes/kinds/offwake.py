@@ -5,7 +5,6 @@ differential against the baseline (docs/profiles.md)."""
 
 from __future__ import annotations
 
-import html
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,9 +12,9 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.format.numbers import human
-from harness.probes import availability, terminal
+from harness.probes import terminal
 from harness.probes.collector import CollectorProbe
-from harness.probes.kind import Data, DriverOptions, FlameGraph, ProbeKind
+from harness.probes.kind import Data, DriverOptions, FlameGraph, declare, totals_report
 from harness.probes.probe import Probe, ProbeSpec
 from harness.profiles.stacks import Stacks
 
@@ -98,17 +97,16 @@ def section(name: str, data: Data, console: Console) -> None:
     )
 
 
-def report(run_dir: Path, probe: Data) -> list[str]:
-    totals = probe.get("totals") or {}
-    if not totals:
-        return []
-    line = (
+def _totals_line(totals: Data) -> str:
+    return (
         f"over the repeats: {human(float(totals.get('blocked_ns') or 0), time_ns=True)} "
         f"off-CPU in {human(float(totals.get('blocks') or 0))} blockings, "
         f"{human(float(totals.get('woken_ns') or 0), time_ns=True)} of it woken by another "
         f"thread; {int(totals.get('lost_stacks') or 0)} stacks lost"
     )
-    return [f"<p>{html.escape(line, quote=True)}</p>"]
+
+
+report = totals_report(_totals_line)
 
 
 def stacks(path: Path, data: Data, into: Stacks) -> None:
@@ -116,14 +114,4 @@ def stacks(path: Path, data: Data, into: Stacks) -> None:
     into.offwake.update(folded_lines(data))
 
 
-KIND = ProbeKind(
-    name=NAME,
-    explain=True,  # two stacks per blocking
-    collector=True,
-    driver=driver,
-    check=lambda root: availability.collector_check(NAME, root),
-    section=section,
-    report=report,
-    stacks=stacks,
-    graphs=GRAPHS,
-)
+KIND = declare(__name__, explain=True, collector=True)  # two stacks per blocking

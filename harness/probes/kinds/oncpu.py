@@ -18,10 +18,10 @@ from harness.probes.kind import (
     Data,
     DriverOptions,
     FlameGraph,
-    ProbeKind,
     ProbeMetric,
     RepeatContext,
     collector_fields,
+    declare,
 )
 from harness.probes.oncpu import OncpuProbe
 from harness.probes.probe import Probe, ProbeResult, ProbeSpec
@@ -173,17 +173,4 @@ def files_bytes(profile: ProfileSettings, duration_s: float, repeats: int) -> in
     )
 
 
-KIND = ProbeKind(
-    name=NAME,
-    explain=True,  # perf sampling with stacks
-    driver=driver,
-    check=check,
-    section=section,
-    metrics=METRICS,
-    derive=derive,
-    recorded=recorded,
-    live=live,
-    stacks=stacks,
-    graphs=GRAPHS,
-    files_bytes=files_bytes,
-)
+KIND = declare(__name__, explain=True)  # perf sampling with stacks

@@ -13,7 +13,7 @@ from rich.console import Console
 from harness.checks import PRIVILEGE_FIX, Check
 from harness.format.numbers import DASH, percent
 from harness.probes import availability, terminal
-from harness.probes.kind import Data, DriverOptions, ProbeKind, ProbeMetric, RepeatContext
+from harness.probes.kind import Data, DriverOptions, ProbeMetric, RepeatContext, declare
 from harness.probes.perfstat import EVENTS, PerfStatProbe, event_support
 from harness.probes.probe import Probe, ProbeSpec
 
@@ -129,13 +129,4 @@ def section(name: str, data: Data, console: Console) -> None:
         console.print(f"  note: {note}", style="yellow")
 
 
-KIND = ProbeKind(
-    name=NAME,
-    explain=True,  # a perf stat process per workload process
-    driver=driver,
-    check=check,
-    section=section,
-    metrics=METRICS,
-    derive=derive,
-    recorded=recorded,
-)
+KIND = declare(__name__, explain=True)  # a perf stat process per workload process

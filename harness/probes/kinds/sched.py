@@ -8,7 +8,6 @@ full, with the run-queue histograms."""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,15 +15,16 @@ from typing import Any
 from rich.console import Console
 
 from harness.format.numbers import human
-from harness.probes import availability, terminal
+from harness.probes import terminal
 from harness.probes.collector import CollectorProbe
 from harness.probes.kind import (
     Data,
     DriverOptions,
     FlameGraph,
-    ProbeKind,
     ProbeMetric,
     RepeatContext,
+    declare,
+    totals_report,
 )
 from harness.probes.log2 import add_hists, hist_quantile
 from harness.probes.probe import Probe, ProbeSpec
@@ -144,21 +144,19 @@ def section(name: str, data: Data, console: Console) -> None:
     )
 
 
-def report(run_dir: Path, probe: Data) -> list[str]:
-    totals = probe.get("totals") or {}
-    if not totals:
-        return []
-
+def _totals_line(totals: Data) -> str:
     def n(key: str) -> str:
         return human(float(totals.get(key) or 0))
 
-    line = (
+    return (
         f"over the repeats: {n('voluntary_switches')} voluntary and "
         f"{n('involuntary_switches')} involuntary context switches, "
         f"{human(float(totals.get('offcpu_ns') or 0), time_ns=True)} off-CPU, "
         f"{n('wakeups')} wake-ups"
     )
-    return [f"<p>{html.escape(line, quote=True)}</p>"]
+
+
+report = totals_report(_totals_line)
 
 
 def stacks(path: Path, data: Data, into: Stacks) -> None:
@@ -168,19 +166,7 @@ def stacks(path: Path, data: Data, into: Stacks) -> None:
         into.wakeups[stack] += int(pair.get("count", 0))
 
 
-KIND = ProbeKind(
-    name=NAME,
-    # The measurement repeats count without tracing sched_switch (its per-switch cost took
-    # the measurement repeats past 1 % of the CPU); the explain repeats run it in full
-    # (histograms), and the cell's sched section and wake-up graph are theirs.
-    measurement_args=("--counters-only",),
-    collector=True,
-    driver=driver,
-    check=lambda root: availability.collector_check(NAME, root),
-    section=section,
-    metrics=METRICS,
-    derive=derive,
-    report=report,
-    stacks=stacks,
-    graphs=GRAPHS,
-)
+# The measurement repeats count without tracing sched_switch (its per-switch cost took the
+# measurement repeats past 1 % of the CPU); the explain repeats run it in full (histograms),
+# and the cell's sched section and wake-up graph are theirs.
+KIND = declare(__name__, collector=True, measurement_args=("--counters-only",))
