@@ -12,7 +12,14 @@ branch_labels = None
 depends_on = None
 
 
-def upgrade() -> None:
+def _run_ref() -> sa.Column[int]:
+    """The run a row belongs to: deleting the run deletes the row."""
+    return sa.Column(
+        "run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
+    )
+
+
+def _machines_and_runs() -> None:
     op.create_table(
         "machines",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -41,6 +48,9 @@ def upgrade() -> None:
         sa.Column("detected", sa.Boolean, nullable=False, server_default=sa.false()),
     )
     op.create_index("runs_machine_suite_started", "runs", ["machine_id", "suite", "started_at"])
+
+
+def _series_points_samples() -> None:
     op.create_table(
         "series",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -58,9 +68,7 @@ def upgrade() -> None:
         "points",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("series_id", sa.Integer, sa.ForeignKey("series.id"), nullable=False),
-        sa.Column(
-            "run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
-        ),
+        _run_ref(),
         sa.Column("median", sa.Float, nullable=False),
         sa.Column("ci_low", sa.Float),
         sa.Column("ci_high", sa.Float),
@@ -79,23 +87,25 @@ def upgrade() -> None:
         sa.Column("repeat", sa.Integer, primary_key=True),
         sa.Column("value", sa.Float, nullable=False),
     )
+
+
+def _artifacts() -> None:
     op.create_table(
         "artifacts",
         sa.Column("id", sa.Integer, primary_key=True),
-        sa.Column(
-            "run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
-        ),
+        _run_ref(),
         sa.Column("kind", sa.String(32), nullable=False),
         sa.Column("cell", sa.Text),
         sa.Column("path", sa.Text, nullable=False),
     )
     op.create_index("artifacts_run", "artifacts", ["run_id"])
+
+
+def _events_and_acknowledgements() -> None:
     op.create_table(
         "events",
         sa.Column("id", sa.Integer, primary_key=True),
-        sa.Column(
-            "run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
-        ),
+        _run_ref(),
         sa.Column("score", sa.Float, nullable=False),
         sa.Column("annotations", sa.Text, nullable=False),
         sa.UniqueConstraint("run_id"),
@@ -104,9 +114,7 @@ def upgrade() -> None:
         "change_points",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("series_id", sa.Integer, sa.ForeignKey("series.id"), nullable=False),
-        sa.Column(
-            "run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
-        ),
+        _run_ref(),
         sa.Column(
             "event_id",
             sa.Integer,
@@ -126,14 +134,20 @@ def upgrade() -> None:
     op.create_table(
         "acknowledgements",
         sa.Column("id", sa.Integer, primary_key=True),
-        sa.Column(
-            "run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
-        ),
+        _run_ref(),
         sa.Column("reason", sa.Text, nullable=False),
         sa.Column("acknowledged_at", sa.String(32), nullable=False),
         sa.Column("acknowledged_by", sa.String(255)),
         sa.UniqueConstraint("run_id"),
     )
+
+
+def upgrade() -> None:
+    # In dependency order: each table after the ones its foreign keys point at.
+    _machines_and_runs()
+    _series_points_samples()
+    _artifacts()
+    _events_and_acknowledgements()
 
 
 def downgrade() -> None:
