@@ -157,29 +157,31 @@ func traceOptions(p *Params) trace.Options {
 	}
 }
 
-// check validates the arguments of run as run does, without running anything.
-func check(args []string, stdout, stderr io.Writer) int {
-	_, err := parseRun(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 2
-	}
-	return 0
-}
-
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// parsedRun parses the arguments of run; with --help (usage printed, code 0) or bad
+// arguments (reported, code 2) there is no plan and nothing more to do.
+func parsedRun(args []string, stdout, stderr io.Writer) (*plan, int) {
 	pl, err := parseRun(args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage)
-		return 0
+		return nil, 0
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 2
+		return nil, 2
+	}
+	return pl, 0
+}
+
+// check validates the arguments of run as run does, without running anything.
+func check(args []string, stdout, stderr io.Writer) int {
+	_, code := parsedRun(args, stdout, stderr)
+	return code
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	pl, code := parsedRun(args, stdout, stderr)
+	if pl == nil {
+		return code
 	}
 	if bin := pool.DelegateBinary(pl.strategy); bin != "" {
 		return delegate(bin, args, stderr)
@@ -261,11 +263,7 @@ func execute(pl *plan, stdin io.Reader, emit func(map[string]any)) (*outcome, er
 	if err != nil {
 		return nil, err
 	}
-	var in pool.Interner
-	settings := []*pool.Setting{nil}
-	for i := 1; i < len(p.Weights); i++ {
-		settings = append(settings, in.Intern(fmt.Sprintf("SET SESSION setting_%d = 1", i)))
-	}
+	settings := pool.Settings(len(p.Weights))
 	var reqs []trace.Request
 	if p.Load == "trace" {
 		reqs = trace.Generate(traceOptions(p))

@@ -1,70 +1,27 @@
-package pool
+package pool_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/benchharness/pools/internal/poll"
+	"github.com/benchharness/pools/internal/pool"
+	"github.com/benchharness/pools/internal/pooltest"
 )
 
+// The built-in strategies; the vitess adapter runs the same checks in its own module.
 var strategies = []string{"fifo-channel", "smart-lifo", "puddle"}
 
 func forEach(t *testing.T, f func(t *testing.T, strategy string)) {
 	for _, s := range strategies {
 		t.Run(s, func(t *testing.T) { f(t, s) })
 	}
-}
-
-func newPool(t *testing.T, strategy string, cfg Config) (Pool, *Tracker) {
-	t.Helper()
-	if cfg.Tracker == nil {
-		cfg.Tracker = &Tracker{}
-	}
-	p, err := New(strategy, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, cfg.Tracker
-}
-
-// eventually polls cond for up to 5 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-// noLeaks checks that every connection is closed and the goroutines are back to before.
-func noLeaks(t *testing.T, tr *Tracker, goroutines int) {
-	t.Helper()
-	eventually(t, "every connection closed", func() bool { return tr.Live() == 0 })
-	for _, c := range tr.Conns() {
-		if !c.IsClosed() {
-			t.Errorf("connection %d left open", c.ID)
-		}
-	}
-	eventually(t, fmt.Sprintf("goroutines back to %d", goroutines), func() bool {
-		return runtime.NumGoroutine() <= goroutines
-	})
-}
-
-func settingsFor(n int) []*Setting {
-	var in Interner
-	out := []*Setting{nil}
-	for i := 1; i < n; i++ {
-		out = append(out, in.Intern(fmt.Sprintf("set s%d=1", i)))
-	}
-	return out
 }
 
 // A connection is never lent out twice at once, the pool never opens more than its
@@ -80,62 +37,9 @@ func stress(t *testing.T, idleTimeout time.Duration) {
 	forEach(t, func(t *testing.T, strategy string) {
 		before := runtime.NumGoroutine()
 		const capacity = 4
-		p, tr := newPool(t, strategy, Config{Capacity: capacity, IdleTimeout: idleTimeout})
-		settings := settingsFor(4)
-		var held sync.Map
-		var failures atomic.Int64
-		fail := func(format string, args ...any) {
-			if failures.Add(1) < 5 {
-				t.Errorf(format, args...)
-			}
-		}
-		var wg sync.WaitGroup
-		for g := range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rng := rand.New(rand.NewPCG(uint64(g), 1))
-				for i := range 300 {
-					s := settings[rng.IntN(len(settings))]
-					c, err := p.Get(context.Background(), s)
-					if err != nil {
-						fail("get: %v", err)
-						return
-					}
-					if _, dup := held.LoadOrStore(c, g); dup {
-						fail("connection %d lent out twice", c.ID)
-					}
-					if c.Setting() != s {
-						fail("asked for %v, got %v", s, c.Setting())
-					}
-					if c.IsClosed() {
-						fail("got closed connection %d", c.ID)
-					}
-					if live := tr.Live(); live > capacity {
-						fail("%d connections open, capacity %d", live, capacity)
-					}
-					c.Use()
-					if i%7 == 0 {
-						runtime.Gosched()
-					}
-					held.Delete(c)
-					if i%97 == 0 {
-						p.Taint(c)
-					} else {
-						p.Put(c)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		if tr.LiveMax() > capacity {
-			t.Errorf("at most %d connections open at once, capacity %d", tr.LiveMax(), capacity)
-		}
-		p.Close()
-		noLeaks(t, tr, before)
-		if _, err := p.Get(context.Background(), nil); !errors.Is(err, ErrClosed) {
-			t.Errorf("get after close: %v, want ErrClosed", err)
-		}
+		p, tr := pooltest.New(t, strategy, pool.Config{Capacity: capacity, IdleTimeout: idleTimeout})
+		pooltest.Stress(t, p, tr, capacity)
+		pooltest.ClosedForGood(t, p, tr, before)
 	})
 }
 
@@ -143,7 +47,7 @@ func stress(t *testing.T, idleTimeout time.Duration) {
 func TestWaitersServedOrTimedOut(t *testing.T) {
 	forEach(t, func(t *testing.T, strategy string) {
 		before := runtime.NumGoroutine()
-		p, tr := newPool(t, strategy, Config{Capacity: 1})
+		p, tr := pooltest.New(t, strategy, pool.Config{Capacity: 1})
 		c, err := p.Get(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +60,7 @@ func TestWaitersServedOrTimedOut(t *testing.T) {
 				defer wg.Done()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 				defer cancel()
-				if _, err := p.Get(ctx, nil); errors.Is(err, ErrTimeout) {
+				if _, err := p.Get(ctx, nil); errors.Is(err, pool.ErrTimeout) {
 					timedOut.Add(1)
 				} else {
 					t.Errorf("get with deadline: %v, want ErrTimeout", err)
@@ -189,17 +93,17 @@ func TestWaitersServedOrTimedOut(t *testing.T) {
 			t.Errorf("%d of 8 served", served.Load())
 		}
 		p.Close()
-		noLeaks(t, tr, before)
+		pooltest.NoLeaks(t, tr, before)
 	})
 }
 
-// Close wakes the waiters with ErrClosed and waits for lent-out connections. puddle's
-// Close does not interrupt its semaphore: its waiters fail with ErrClosed only as
+// Close wakes the waiters with pool.ErrClosed and waits for lent-out connections. puddle's
+// Close does not interrupt its semaphore: its waiters fail with pool.ErrClosed only as
 // lent-out resources come back.
 func TestCloseWakesWaiters(t *testing.T) {
 	forEach(t, func(t *testing.T, strategy string) {
 		before := runtime.NumGoroutine()
-		p, tr := newPool(t, strategy, Config{Capacity: 1})
+		p, tr := pooltest.New(t, strategy, pool.Config{Capacity: 1})
 		c, _ := p.Get(context.Background(), nil)
 		errs := make(chan error, 3)
 		for range 3 {
@@ -218,7 +122,7 @@ func TestCloseWakesWaiters(t *testing.T) {
 		for range 3 {
 			select {
 			case err := <-errs:
-				if !errors.Is(err, ErrClosed) {
+				if !errors.Is(err, pool.ErrClosed) {
 					t.Errorf("waiter got %v, want ErrClosed", err)
 				}
 			case <-time.After(5 * time.Second):
@@ -230,7 +134,7 @@ func TestCloseWakesWaiters(t *testing.T) {
 			p.Put(c)
 		}
 		<-closed
-		noLeaks(t, tr, before)
+		pooltest.NoLeaks(t, tr, before)
 	})
 }
 
@@ -239,9 +143,9 @@ func TestCloseWakesWaiters(t *testing.T) {
 func TestCapacityShrinkGrow(t *testing.T) {
 	forEach(t, func(t *testing.T, strategy string) {
 		before := runtime.NumGoroutine()
-		p, tr := newPool(t, strategy, Config{Capacity: 4, MaxCapacity: 6})
+		p, tr := pooltest.New(t, strategy, pool.Config{Capacity: 4, MaxCapacity: 6})
 		ctx := context.Background()
-		var conns []*Conn
+		var conns []*pool.Conn
 		for range 4 {
 			c, err := p.Get(ctx, nil)
 			if err != nil {
@@ -259,11 +163,11 @@ func TestCapacityShrinkGrow(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "2 connections open", func() bool { return tr.Live() <= 2 })
+		poll.Until(t, "2 connections open", func() bool { return tr.Live() <= 2 })
 		a, _ := p.Get(ctx, nil)
 		b, _ := p.Get(ctx, nil)
 		short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-		if _, err := p.Get(short, nil); !errors.Is(err, ErrTimeout) {
+		if _, err := p.Get(short, nil); !errors.Is(err, pool.ErrTimeout) {
 			t.Errorf("third get at capacity 2: %v, want ErrTimeout", err)
 		}
 		cancel()
@@ -274,7 +178,7 @@ func TestCapacityShrinkGrow(t *testing.T) {
 		if err := p.SetCapacity(ctx, 6); err != nil {
 			t.Fatal(err)
 		}
-		more := []*Conn{a, b}
+		more := []*pool.Conn{a, b}
 		for range 4 {
 			short, cancel := context.WithTimeout(ctx, time.Second)
 			c, err := p.Get(short, nil)
@@ -291,7 +195,7 @@ func TestCapacityShrinkGrow(t *testing.T) {
 			p.Put(c)
 		}
 		p.Close()
-		noLeaks(t, tr, before)
+		pooltest.NoLeaks(t, tr, before)
 	})
 }
 
@@ -301,9 +205,9 @@ func TestCapacityShrinkGrow(t *testing.T) {
 func TestIdleClosing(t *testing.T) {
 	forEach(t, func(t *testing.T, strategy string) {
 		before := runtime.NumGoroutine()
-		p, tr := newPool(t, strategy, Config{Capacity: 4, IdleTimeout: 20 * time.Millisecond})
+		p, tr := pooltest.New(t, strategy, pool.Config{Capacity: 4, IdleTimeout: 20 * time.Millisecond})
 		ctx := context.Background()
-		var conns []*Conn
+		var conns []*pool.Conn
 		for range 4 {
 			c, _ := p.Get(ctx, nil)
 			conns = append(conns, c)
@@ -313,7 +217,7 @@ func TestIdleClosing(t *testing.T) {
 		}
 		// The idle worker closes a connection, counts it, then opens its replacement: wait
 		// for the whole of it, not for the closing alone.
-		eventually(t, "the idle connections closed and counted", func() bool {
+		poll.Until(t, "the idle connections closed and counted", func() bool {
 			for _, c := range conns {
 				if !c.IsClosed() {
 					return false
@@ -322,9 +226,9 @@ func TestIdleClosing(t *testing.T) {
 			return p.Stats().IdleClosed >= 4
 		})
 		if strategy == "puddle" {
-			eventually(t, "none open", func() bool { return p.Stats().Active == 0 && tr.Live() == 0 })
+			poll.Until(t, "none open", func() bool { return p.Stats().Active == 0 && tr.Live() == 0 })
 		} else {
-			eventually(t, "4 reopened in place", func() bool { return tr.Opened() >= 8 })
+			poll.Until(t, "4 reopened in place", func() bool { return tr.Opened() >= 8 })
 			if got := p.Stats().Active; got != 4 {
 				t.Errorf("%d open after idle closing, want 4 (reopened in place)", got)
 			}
@@ -340,17 +244,17 @@ func TestIdleClosing(t *testing.T) {
 		}
 		p.Put(c)
 		p.Close()
-		noLeaks(t, tr, before)
+		pooltest.NoLeaks(t, tr, before)
 	})
 }
 
 // A tainted connection is closed and its slot serves a new one.
 func TestTaint(t *testing.T) {
 	forEach(t, func(t *testing.T, strategy string) {
-		p, tr := newPool(t, strategy, Config{Capacity: 1})
+		p, tr := pooltest.New(t, strategy, pool.Config{Capacity: 1})
 		ctx := context.Background()
 		c, _ := p.Get(ctx, nil)
-		got := make(chan *Conn)
+		got := make(chan *pool.Conn)
 		go func() {
 			c, _ := p.Get(ctx, nil)
 			got <- c
@@ -372,10 +276,10 @@ func TestTaint(t *testing.T) {
 // fifo-channel and puddle reset + apply on a different setting; the counters show it.
 func TestSettingCosts(t *testing.T) {
 	forEach(t, func(t *testing.T, strategy string) {
-		p, _ := newPool(t, strategy, Config{Capacity: 1})
+		p, _ := pooltest.New(t, strategy, pool.Config{Capacity: 1})
 		defer p.Close()
 		ctx := context.Background()
-		s := settingsFor(3)
+		s := pool.Settings(3)
 		c, _ := p.Get(ctx, s[1]) // apply
 		p.Put(c)
 		c, _ = p.Get(ctx, s[1]) // same: free
@@ -390,92 +294,10 @@ func TestSettingCosts(t *testing.T) {
 	})
 }
 
-// Through the pool: a returned connection goes to the waiter wanting its setting; with
-// none, to the front (vitess) or to the first wanting a clean one (prefer-clean).
-func TestSmartHandOffOrder(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		rule HandOff
-		want []string
-	}{
-		{"vitess", HandOffVitess, []string{"wants-a", "wants-b", "wants-clean"}},
-		{"prefer-clean", HandOffPreferClean, []string{"wants-a", "wants-clean", "wants-b"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p, _ := newPool(t, "smart-lifo", Config{Capacity: 1, HandOff: tc.rule})
-			defer p.Close()
-			sp := p.(*smartPool)
-			ctx := context.Background()
-			s := settingsFor(3)
-			a, b := s[1], s[2]
-			c, _ := p.Get(ctx, a)
-			order := make(chan string, 3)
-			start := func(name string, want *Setting) {
-				n := sp.wait.len()
-				go func() {
-					c, err := p.Get(ctx, want)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					order <- name
-					p.Put(c)
-				}()
-				eventually(t, name+" queued", func() bool { return sp.wait.len() == n+1 })
-			}
-			start("wants-b", b)
-			start("wants-clean", nil)
-			start("wants-a", a)
-			p.Put(c)
-			got := []string{<-order, <-order, <-order}
-			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Errorf("served %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-// A waiter skipped more than 8 times is served next, whatever it wants.
-func TestSmartAgeBound(t *testing.T) {
-	p, _ := newPool(t, "smart-lifo", Config{Capacity: 1})
-	defer p.Close()
-	sp := p.(*smartPool)
-	ctx := context.Background()
-	s := settingsFor(3)
-	a, b := s[1], s[2]
-	c, _ := p.Get(ctx, a)
-	order := make(chan string, 16)
-	start := func(name string, want *Setting) {
-		n := sp.wait.len()
-		go func() {
-			c, err := p.Get(ctx, want)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			order <- name
-			p.Put(c)
-		}()
-		eventually(t, name+" queued", func() bool { return sp.wait.len() == n+1 })
-	}
-	start("old-b", b)
-	for i := range 12 {
-		start(fmt.Sprintf("a%d", i), a)
-	}
-	p.Put(c)
-	var served []string
-	for range 13 {
-		served = append(served, <-order)
-	}
-	if served[9] != "old-b" {
-		t.Errorf("served %v: the skipped waiter should be 10th", served)
-	}
-}
-
 // smart-lifo reuses the most recently returned connections (LIFO) and opens no more
 // than the concurrency needs.
 func TestSmartLIFO(t *testing.T) {
-	p, tr := newPool(t, "smart-lifo", Config{Capacity: 16})
+	p, tr := pooltest.New(t, "smart-lifo", pool.Config{Capacity: 16})
 	defer p.Close()
 	ctx := context.Background()
 	for range 100 {
@@ -487,7 +309,7 @@ func TestSmartLIFO(t *testing.T) {
 	if tr.Opened() != 2 {
 		t.Errorf("opened %d, want 2", tr.Opened())
 	}
-	f, _ := newPool(t, "fifo-channel", Config{Capacity: 16})
+	f, _ := pooltest.New(t, "fifo-channel", pool.Config{Capacity: 16})
 	defer f.Close()
 	for range 100 {
 		c, _ := f.Get(ctx, nil)
@@ -495,44 +317,5 @@ func TestSmartLIFO(t *testing.T) {
 	}
 	if got := f.Stats().Active; got != 16 {
 		t.Errorf("fifo-channel opened %d, want all 16 (FIFO cycles every slot)", got)
-	}
-}
-
-// The Treiber stack never hands one node to two poppers (ABA-safe under contention).
-func TestStackConcurrent(t *testing.T) {
-	var sl slab
-	st := stack{slab: &sl}
-	const nodes = 4
-	for range nodes {
-		st.push(sl.alloc())
-	}
-	var owned [nodes]atomic.Int32
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 5000 {
-				n := st.pop()
-				if n == nil {
-					runtime.Gosched()
-					continue
-				}
-				if owned[n.idx].Add(1) != 1 {
-					t.Errorf("node %d popped twice", n.idx)
-					return
-				}
-				owned[n.idx].Add(-1)
-				st.push(n)
-			}
-		}()
-	}
-	wg.Wait()
-	count := 0
-	for n := st.pop(); n != nil; n = st.pop() {
-		count++
-	}
-	if count != nodes {
-		t.Errorf("%d nodes left, want %d", count, nodes)
 	}
 }

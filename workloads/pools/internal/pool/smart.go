@@ -180,13 +180,19 @@ func (p *smartPool) waitFor(ctx context.Context, setting *Setting) (*node, error
 	return nil, ErrClosed // woken by Close
 }
 
-func (p *smartPool) Put(c *Conn) {
+func (p *smartPool) Put(c *Conn) { p.giveBack(c, false) }
+
+// giveBack returns c's node to the pool, with a new connection in its place when tainted;
+// over capacity after a shrink (or after Close, capacity 0) it is closed instead.
+func (p *smartPool) giveBack(c *Conn, tainted bool) {
 	n := p.slab.get(c.slot)
 	p.borrowed.Add(-1)
-	// Over capacity after a shrink (or after Close, capacity 0): close it instead.
 	if p.overCapacity() {
 		p.closeNode(n)
 		return
+	}
+	if tainted {
+		p.reopen(n)
 	}
 	p.release(n)
 }
@@ -254,16 +260,7 @@ func (p *smartPool) returnAny() bool {
 
 // Taint closes c and, as vitess's put(nil), opens a new connection in its place and
 // returns that one, so a waiter is served as by a Put.
-func (p *smartPool) Taint(c *Conn) {
-	n := p.slab.get(c.slot)
-	p.borrowed.Add(-1)
-	if p.overCapacity() {
-		p.closeNode(n)
-		return
-	}
-	p.reopen(n)
-	p.release(n)
-}
+func (p *smartPool) Taint(c *Conn) { p.giveBack(c, true) }
 
 // reopen replaces n's connection with a new, clean one, as vitess's connReopen; the old
 // one is closed first so that the two never count against the capacity together.

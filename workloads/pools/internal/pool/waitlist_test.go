@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/benchharness/pools/internal/poll"
 )
 
 // connNode is a node holding a connection with setting s.
@@ -54,7 +56,7 @@ func sameInts(a, b []int) bool {
 func TestHandOffSameSettingFirst(t *testing.T) {
 	for name, rule := range map[string]HandOff{"vitess": HandOffVitess, "prefer-clean": HandOffPreferClean} {
 		t.Run(name, func(t *testing.T) {
-			s := settingsFor(3)
+			s := Settings(3)
 			a, b := s[1], s[2]
 			wl := newWaitlist(rule)
 			ctx := context.Background()
@@ -77,7 +79,7 @@ func TestHandOffSameSettingFirst(t *testing.T) {
 // waiter even if a later one wants a clean connection, and every waiter scanned ages;
 // prefer-clean picks the clean one and ages only the waiters before it.
 func TestHandOffNoMatch(t *testing.T) {
-	s := settingsFor(4)
+	s := Settings(4)
 	a, b, c := s[1], s[2], s[3]
 	ctx := context.Background()
 
@@ -105,7 +107,7 @@ func TestHandOffNoMatch(t *testing.T) {
 // A waiter skipped 8 times still yields to one wanting the setting; skipped 9 times
 // (age > 8) it wins.
 func TestHandOffAgedWaiterWins(t *testing.T) {
-	s := settingsFor(3)
+	s := Settings(3)
 	a, b := s[1], s[2]
 	ctx := context.Background()
 	wl := newWaitlist(HandOffVitess)
@@ -133,7 +135,7 @@ func TestHandOffAgedWaiterWins(t *testing.T) {
 // expire wakes (with nil) and removes the waiters whose context has ended, and counts
 // the others never skipped; forced, it wakes them all.
 func TestWaitlistExpire(t *testing.T) {
-	s := settingsFor(2)
+	s := Settings(2)
 	wl := newWaitlist(HandOffVitess)
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -161,9 +163,8 @@ func TestWaitlistExpire(t *testing.T) {
 // A waiter left queued next to an idle connection (a returner that found no waiter
 // pushed it while the waiter was queueing) is served by the rescue worker.
 func TestSmartRescuesStarvingWaiter(t *testing.T) {
-	p, _ := newPool(t, "smart-lifo", Config{Capacity: 1})
+	p := smart(t, Config{Capacity: 1})
 	defer p.Close()
-	sp := p.(*smartPool)
 	ctx := context.Background()
 	c, _ := p.Get(ctx, nil)
 	served := make(chan *Conn, 1)
@@ -174,10 +175,10 @@ func TestSmartRescuesStarvingWaiter(t *testing.T) {
 		}
 		served <- d
 	}()
-	eventually(t, "the waiter queued", func() bool { return sp.wait.len() == 1 })
+	poll.Until(t, "the waiter queued", func() bool { return p.wait.len() == 1 })
 	// Return c the way the losing side of that race does: onto its stack, no hand-off.
-	sp.borrowed.Add(-1)
-	sp.push(sp.slab.get(c.slot))
+	p.borrowed.Add(-1)
+	p.push(p.slab.get(c.slot))
 	select {
 	case d := <-served:
 		if d != c {
