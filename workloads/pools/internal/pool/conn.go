@@ -10,7 +10,6 @@ package pool
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,17 +58,6 @@ func (in *Interner) Intern(query string) *Setting {
 	s := &Setting{Query: query, bucket: (settingCounter.Add(1) - 1) & stackMask}
 	in.m[query] = s
 	return s
-}
-
-// Settings is the settings of a load with n kinds of request: the first kind wants a clean
-// connection (nil), kind i a setting of its own (SET SESSION setting_i = 1).
-func Settings(n int) []*Setting {
-	var in Interner
-	out := []*Setting{nil}
-	for i := 1; i < n; i++ {
-		out = append(out, in.Intern(fmt.Sprintf("SET SESSION setting_%d = 1", i)))
-	}
-	return out
 }
 
 // Conn is a simulated backend connection. Only the goroutine holding it (or the pool, while

@@ -130,6 +130,17 @@ func New(strategy string, cfg Config) (Pool, error) {
 	return nil, fmt.Errorf("unknown strategy %q", strategy)
 }
 
+// Settings is the settings of a load with n kinds of request: the first kind wants a clean
+// connection (nil), kind i a setting of its own (SET SESSION setting_i = 1).
+func Settings(n int) []*Setting {
+	var in Interner
+	out := []*Setting{nil}
+	for i := 1; i < n; i++ {
+		out = append(out, in.Intern(fmt.Sprintf("SET SESSION setting_%d = 1", i)))
+	}
+	return out
+}
+
 // applySetting brings c to setting as the old pool and the puddle adapter do: a different
 // setting is reset first, then the wanted one applied.
 func applySetting(ctx context.Context, c *Conn, setting *Setting) {

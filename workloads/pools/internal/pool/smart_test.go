@@ -21,6 +21,23 @@ func smart(t *testing.T, cfg Config) *smartPool {
 	return p.(*smartPool)
 }
 
+// queue starts a Get of want from p that, once served, sends name to order and returns
+// the connection; it returns when that Get waits in p's waitlist.
+func queue(t *testing.T, p *smartPool, order chan<- string, name string, want *Setting) {
+	t.Helper()
+	n := p.wait.len()
+	go func() {
+		c, err := p.Get(context.Background(), want)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		order <- name
+		p.Put(c)
+	}()
+	poll.Until(t, name+" queued", func() bool { return p.wait.len() == n+1 })
+}
+
 // Through the pool: a returned connection goes to the waiter wanting its setting; with
 // none, to the front (vitess) or to the first wanting a clean one (prefer-clean).
 func TestSmartHandOffOrder(t *testing.T) {
@@ -40,22 +57,9 @@ func TestSmartHandOffOrder(t *testing.T) {
 			a, b := s[1], s[2]
 			c, _ := p.Get(ctx, a)
 			order := make(chan string, 3)
-			start := func(name string, want *Setting) {
-				n := p.wait.len()
-				go func() {
-					c, err := p.Get(ctx, want)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					order <- name
-					p.Put(c)
-				}()
-				poll.Until(t, name+" queued", func() bool { return p.wait.len() == n+1 })
-			}
-			start("wants-b", b)
-			start("wants-clean", nil)
-			start("wants-a", a)
+			queue(t, p, order, "wants-b", b)
+			queue(t, p, order, "wants-clean", nil)
+			queue(t, p, order, "wants-a", a)
 			p.Put(c)
 			got := []string{<-order, <-order, <-order}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
@@ -74,22 +78,9 @@ func TestSmartAgeBound(t *testing.T) {
 	a, b := s[1], s[2]
 	c, _ := p.Get(ctx, a)
 	order := make(chan string, 16)
-	start := func(name string, want *Setting) {
-		n := p.wait.len()
-		go func() {
-			c, err := p.Get(ctx, want)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			order <- name
-			p.Put(c)
-		}()
-		poll.Until(t, name+" queued", func() bool { return p.wait.len() == n+1 })
-	}
-	start("old-b", b)
+	queue(t, p, order, "old-b", b)
 	for i := range 12 {
-		start(fmt.Sprintf("a%d", i), a)
+		queue(t, p, order, fmt.Sprintf("a%d", i), a)
 	}
 	p.Put(c)
 	var served []string
