@@ -14,10 +14,12 @@ from typing import NoReturn
 
 import pytest
 
-from harness.probes import perfstat
+from harness.base.owner import Owner
+from harness.probes import oncpu, perfctl, perfstat
 from harness.probes.perfctl import PerfControl
 from harness.probes.probe import ProbeSpec
 from harness.probes.process import ProbeProcess
+from harness.profiles.settings import ProfileSettings
 
 pytestmark = pytest.mark.unit
 DEADLINE_S = 60.0  # far off: each wait below ends on an event
@@ -88,17 +90,33 @@ def test_no_folder_is_left_when_the_fifos_cannot_be_made(
     assert list(tmp_dir.iterdir()) == []
 
 
-def test_perfstat_leaves_no_fifo_folder_when_perf_cannot_start(
-    tmp_dir: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("kind", ["perfstat", "oncpu"])
+def test_perf_leaves_no_fifo_folder_when_it_cannot_start(
+    tmp_dir: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
+    """Both perf probes name their FIFO folders after the harness (so that a later one removes
+    those of a killed one, run/leftovers.py), and remove them when perf cannot start."""
+    folders: list[str] = []
+
     def no_perf(argv: list[str]) -> NoReturn:
+        folders.extend(p.name for p in tmp_dir.iterdir() if p.name != "out")
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
 
-    monkeypatch.setattr(perfstat, "perf_problem", lambda: None)
-    monkeypatch.setattr(perfstat, "event_support", lambda: dict.fromkeys(perfstat.EVENTS))
-    monkeypatch.setattr(perfstat, "ProbeProcess", no_perf)
-    probe = perfstat.PerfStatProbe(ProbeSpec("perfstat"), tmp_dir / "out" / "r1-perfstat.json")
+    monkeypatch.setattr(perfctl, "ProbeProcess", no_perf)
+    out_path = tmp_dir / "out" / f"r1-{kind}.json"
+    probe: perfstat.PerfStatProbe | oncpu.OncpuProbe
+    if kind == "perfstat":
+        monkeypatch.setattr(perfstat, "perf_problem", lambda: None)
+        monkeypatch.setattr(perfstat, "event_support", lambda: dict.fromkeys(perfstat.EVENTS))
+        probe = perfstat.PerfStatProbe(ProbeSpec(kind), out_path)
+    else:
+        monkeypatch.setattr(oncpu, "perf_problem", lambda: None)
+        monkeypatch.setattr(oncpu.inferno, "problem", lambda: None)
+        probe = oncpu.OncpuProbe(ProbeSpec(kind), out_path, ProfileSettings())
     probe.start([os.getpid()])
-    assert probe.unavailable == "cannot start perf stat: No such file or directory"
+    started = "perf stat" if kind == "perfstat" else "perf"
+    assert probe.unavailable == f"cannot start {started}: No such file or directory"
+    (folder,) = folders
+    assert folder.startswith(perfctl.perf_prefix(Owner.current().token))
     assert sorted(p.name for p in tmp_dir.iterdir()) == ["out"]
     assert list((tmp_dir / "out").iterdir()) == []

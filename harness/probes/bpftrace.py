@@ -17,7 +17,7 @@ from harness.base.stop import StopFlag
 from harness.base.writes import write_json_atomic
 from harness.probes import btmaps
 from harness.probes.availability import bpftrace_problem, tracefs_mounted
-from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
+from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult, ProbeSpec, aborted
 from harness.probes.process import ProbeProcess
 
 # bpftrace warns about this on every start under kernels that account BPF memory to cgroups
@@ -152,9 +152,7 @@ class BpftraceProbe:
     def abort(self, reason: str) -> ProbeResult:
         if self.process is not None:
             self.process.kill()
-        if self.unavailable:
-            return ProbeResult(self.spec.name, unavailable=self.unavailable)
-        return ProbeResult(self.spec.name, error=reason)
+        return aborted(self.spec, self.unavailable, reason)
 
     def _record(self, process: ProbeProcess) -> dict[str, Any]:
         lines = list(process.lines)

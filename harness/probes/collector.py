@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.base.stop import StopFlag
 from harness.probes.availability import collector_binary, collector_problem
-from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
+from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult, ProbeSpec, aborted
 from harness.probes.process import ProbeProcess
 
 UNAVAILABLE_PREFIX = "unavailable:"
@@ -116,9 +116,7 @@ class CollectorProbe:
             self.process.kill()
             with contextlib.suppress(OSError):
                 self.partial_path.unlink(missing_ok=True)
-        if self.unavailable:
-            return ProbeResult(self.spec.name, unavailable=self.unavailable)
-        return ProbeResult(self.spec.name, error=reason)
+        return aborted(self.spec, self.unavailable, reason)
 
     def _exit_reason(self, process: ProbeProcess) -> str:
         code = process.wait(0)

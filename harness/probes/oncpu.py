@@ -11,27 +11,21 @@ perf.data is deleted (it is large, and the folded stacks hold what the graphs ne
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.base.owner import Owner
 from harness.base.stop import StopFlag
 from harness.base.writes import write_atomic, write_json_atomic
 from harness.probes.availability import perf_problem, perf_user_only
-from harness.probes.perfctl import PerfControl, perf_prefix
+from harness.probes.perfctl import SIGINT_EXITS, PerfProcess
 from harness.probes.perfrate import used_frequency
-from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
+from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec, aborted
 from harness.probes.process import ProbeProcess
 from harness.profiles import folded, inferno
 from harness.profiles.settings import ProfileSettings
 
-ACK_TIMEOUT_S = 5.0
-# perf record ends with SIGINT's own status after writing perf.data in full.
-SIGINT_EXITS = (0, -signal.SIGINT, 128 + signal.SIGINT)
 SCRIPT_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"  # no period: each sample weighs 1
 REASON_LINES = 3  # of perf's error message, from its `Error:` line
 _LOST = re.compile(r"lost (\d+) (?:samples|chunks)", re.IGNORECASE)
@@ -42,9 +36,8 @@ class OncpuProbe:
         self.spec = spec
         self.out_path = out_path
         self.settings = settings
-        self.process: ProbeProcess | None = None
+        self.perf: PerfProcess | None = None
         self.unavailable: str | None = None
-        self.control: PerfControl | None = None
         self.data_path = out_path.with_suffix(".perf.data")
         self.folded_path = out_path.with_suffix(".folded")
         self.pids: list[int] = []
@@ -59,8 +52,6 @@ class OncpuProbe:
         if perf_user_only():
             self.event = "cpu-clock:u"
             self.notes.append("kernel frames not permitted (perf_event_paranoid 2, not root)")
-        # Named after the harness, so that the folders of a killed one can be found.
-        self.control = PerfControl(perf_prefix(Owner.current().token))
         self.out_path.parent.mkdir(parents=True, exist_ok=True)
         argv = [
             "perf",
@@ -75,23 +66,21 @@ class OncpuProbe:
             ",".join(map(str, self.pids)),
             "-D",
             "-1",
-            "--control",
-            self.control.option,
             "-o",
             str(self.data_path),
             "--no-buildid-cache",  # no copy of every profiled binary in ~/.debug
         ]
+        old_data = self.data_path.with_name(self.data_path.name + ".old")
         try:
-            self.process = ProbeProcess(argv)
+            self.perf = PerfProcess(argv, scratch=(self.data_path, old_data))
         except OSError as err:
             self.unavailable = f"cannot start perf: {err.strerror}"
-            self._cleanup()
 
     def wait_attached(self, deadline: float, stop: StopFlag | None) -> None:
-        if self.process is None:
+        if self.perf is None:
             return
         # perf reads its control FIFO once its events are open (and disabled).
-        if self._command("disable", deadline, stop):
+        if self.perf.command("disable", deadline, stop):
             return
         if stop is not None and stop.requested:
             self.unavailable = "interrupted before it attached"
@@ -100,21 +89,22 @@ class OncpuProbe:
         self._kill()
 
     def window_start(self) -> None:
-        if self.process is not None and not self._command("enable"):
+        if self.perf is not None and not self.perf.command("enable"):
             self.notes.append("perf did not acknowledge `enable`")
 
     def window_end(self) -> None:
-        if self.process is None:
+        if self.perf is None:
             return
-        if not self._command("disable"):
+        if not self.perf.command("disable"):
             self.notes.append("perf did not acknowledge `disable`")
-        self.process.send(signal.SIGINT)
+        self.perf.interrupt()
 
     def finish(self) -> ProbeResult:
         result = ProbeResult(self.spec.name, unavailable=self.unavailable)
-        process = self.process
-        if process is None:
+        perf = self.perf
+        if perf is None or perf.process is None:
             return result
+        process = perf.process
         code = process.wait(FINISH_TIMEOUT_S)
         try:
             if code is None:
@@ -130,14 +120,12 @@ class OncpuProbe:
             result.error = f"oncpu: {err}"
             self.folded_path.unlink(missing_ok=True)
         finally:
-            self._cleanup()
+            perf.close()
         return result
 
     def abort(self, reason: str) -> ProbeResult:
         self._kill()
-        if self.unavailable:
-            return ProbeResult(self.spec.name, unavailable=self.unavailable)
-        return ProbeResult(self.spec.name, error=reason)
+        return aborted(self.spec, self.unavailable, reason)
 
     def _collapse(self, process: ProbeProcess) -> dict[str, Any]:
         script = subprocess.run(
@@ -167,32 +155,14 @@ class OncpuProbe:
             "totals": {"samples": samples},
         }
 
-    def _command(
-        self, word: str, deadline: float | None = None, stop: StopFlag | None = None
-    ) -> bool:
-        """Write a control command and wait for perf's ack."""
-        if self.control is None or self.process is None:
-            return False
-        end = deadline if deadline is not None else time.monotonic() + ACK_TIMEOUT_S
-        return self.control.command(word, self.process, end, stop)
-
     def _failure(self, fallback: str) -> str:
-        lines = self.process.stderr_lines() if self.process is not None else []
+        lines = self.perf.stderr_lines() if self.perf is not None else []
         return f"perf: {perf_reason(lines, fallback)}"
 
     def _kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process = None
-        self._cleanup()
+        if self.perf is not None:
+            self.perf.kill()
         self.folded_path.unlink(missing_ok=True)
-
-    def _cleanup(self) -> None:
-        if self.control is not None:
-            self.control.close()
-            self.control = None
-        self.data_path.unlink(missing_ok=True)
-        self.data_path.with_name(self.data_path.name + ".old").unlink(missing_ok=True)
 
 
 def perf_reason(lines: Sequence[str], fallback: str) -> str:

@@ -14,7 +14,6 @@ multiplexed it with others) is scaled by perf and flagged `multiplexed`.
 from __future__ import annotations
 
 import functools
-import signal
 import subprocess
 import time
 from collections.abc import Sequence
@@ -25,9 +24,8 @@ from typing import Any
 from harness.base.stop import StopFlag
 from harness.base.writes import write_json_atomic
 from harness.probes.availability import perf_problem
-from harness.probes.perfctl import PerfControl
-from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec
-from harness.probes.process import ProbeProcess
+from harness.probes.perfctl import SIGINT_EXITS, PerfProcess
+from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec, aborted
 
 HARDWARE = (
     "cycles",
@@ -39,9 +37,7 @@ HARDWARE = (
 )
 SOFTWARE = ("task-clock", "context-switches", "cpu-migrations", "page-faults")
 EVENTS = (*HARDWARE, *SOFTWARE)
-ACK_TIMEOUT_S = 5.0
 CHECK_TIMEOUT_S = 20.0
-SIGINT_EXITS = (0, -signal.SIGINT, 128 + signal.SIGINT)
 
 
 @dataclass(frozen=True)
@@ -111,36 +107,17 @@ def to_count(event: str, reading: Reading) -> float | None:
     return reading.value
 
 
-class _OnePerf:
-    """perf stat on one process, driven through its control FIFO."""
+class _OnePerf(PerfProcess):
+    """perf stat on one process, writing its CSV to `out`."""
 
     def __init__(self, pid: int, events: Sequence[str], out: Path) -> None:
         self.pid = pid
         self.out = out
-        self.control = PerfControl("harness-perfstat-")
         argv = ["perf", "stat", "-x,", "-e", ",".join(events), "-p", str(pid), "-D", "-1"]
-        argv += ["--control", self.control.option, "-o", str(out)]
-        try:
-            self.process: ProbeProcess | None = ProbeProcess(argv)
-        except OSError:
-            self.control.close()
-            raise
-
-    def command(self, word: str, deadline: float, stop: StopFlag | None = None) -> bool:
-        if self.process is None:
-            return False
-        return self.control.command(word, self.process, deadline, stop)
+        super().__init__([*argv, "-o", str(out)], scratch=(out,))
 
     def failure(self) -> str:
-        lines = self.process.stderr_lines() if self.process is not None else []
-        return f"perf stat: {(lines or ['did not start counting'])[0].strip()}"
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process = None
-        self.control.close()
-        self.out.unlink(missing_ok=True)
+        return f"perf stat: {(self.stderr_lines() or ['did not start counting'])[0].strip()}"
 
 
 class PerfStatProbe:
@@ -186,17 +163,16 @@ class PerfStatProbe:
     def window_start(self) -> None:
         self.started = time.monotonic_ns()
         for perf in self.perfs:
-            if not perf.command("enable", time.monotonic() + ACK_TIMEOUT_S):
+            if not perf.command("enable"):
                 self.notes.append(f"perf stat of pid {perf.pid} did not acknowledge `enable`")
 
     def window_end(self) -> None:
         for perf in self.perfs:
-            if not perf.command("disable", time.monotonic() + ACK_TIMEOUT_S):
+            if not perf.command("disable"):
                 self.notes.append(f"perf stat of pid {perf.pid} did not acknowledge `disable`")
         self.ended = time.monotonic_ns()
         for perf in self.perfs:
-            if perf.process is not None:
-                perf.process.send(signal.SIGINT)
+            perf.interrupt()
 
     def finish(self) -> ProbeResult:
         result = ProbeResult(self.spec.name, unavailable=self.unavailable)
@@ -235,9 +211,7 @@ class PerfStatProbe:
 
     def abort(self, reason: str) -> ProbeResult:
         self._kill()
-        if self.unavailable:
-            return ProbeResult(self.spec.name, unavailable=self.unavailable)
-        return ProbeResult(self.spec.name, error=reason)
+        return aborted(self.spec, self.unavailable, reason)
 
     def _process(self, perf: _OnePerf) -> dict[str, Any]:
         readings = parse_csv(perf.out.read_text(errors="replace"))

@@ -57,6 +57,14 @@ class ProbeResult:
         )
 
 
+def aborted(spec: ProbeSpec, unavailable: str | None, reason: str) -> ProbeResult:
+    """What a probe stopped without a complete window hands back: why it could not attach,
+    else `reason` as its error."""
+    if unavailable:
+        return ProbeResult(spec.name, unavailable=unavailable)
+    return ProbeResult(spec.name, error=reason)
+
+
 class Probe(Protocol):
     spec: ProbeSpec
 
