@@ -18,6 +18,16 @@ from harness.history.schema import (
     series,
 )
 
+# What names a series to a reader (its machine aside), in the order the readers list it.
+SERIES_KEY = (
+    series.c.suite,
+    series.c.strategy,
+    series.c.scenario,
+    series.c.params,
+    series.c.metric,
+    series.c.unit,
+)
+
 
 def run_list(conn: Connection) -> list[dict[str, Any]]:
     """Every run, oldest first, with its machine and number of points."""
@@ -57,12 +67,7 @@ def changes(conn: Connection, kinds: tuple[str, ...] = ("regression",)) -> list[
             change_points.c.p_value,
             change_points.c.kind,
             series.c.id.label("series_id"),
-            series.c.suite,
-            series.c.strategy,
-            series.c.scenario,
-            series.c.params,
-            series.c.metric,
-            series.c.unit,
+            *SERIES_KEY,
             series.c.better,
             runs.c.run_id,
             runs.c.started_at,
@@ -116,12 +121,7 @@ def export_rows(conn: Connection) -> Iterator[dict[str, Any]]:
             runs.c.run_id,
             runs.c.started_at,
             machines.c.hostname.label("machine"),
-            series.c.suite,
-            series.c.strategy,
-            series.c.scenario,
-            series.c.params,
-            series.c.metric,
-            series.c.unit,
+            *SERIES_KEY,
             points.c.median,
             points.c.ci_low,
             points.c.ci_high,

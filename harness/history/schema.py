@@ -6,6 +6,8 @@ what the code reads and writes through, and a test keeps the two equal.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     Boolean,
     Column,
@@ -22,6 +24,38 @@ from sqlalchemy import (
 )
 
 metadata = MetaData()
+
+
+def run_ref() -> Column[int]:
+    """The run a row belongs to: deleting the run deletes the row."""
+    return Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False)
+
+
+def _one_per_run(name: str, *columns: Column[Any]) -> Table:
+    """A table of at most one row per run, with these columns after its id and run_id."""
+    return Table(
+        name,
+        metadata,
+        Column("id", Integer, primary_key=True),
+        run_ref(),
+        *columns,
+        UniqueConstraint("run_id"),
+    )
+
+
+def _one_per_series_and_run(name: str, *items: Column[Any] | Index) -> Table:
+    """A table of at most one row per series and run, with these columns (and indexes)
+    after its id, series_id and run_id."""
+    return Table(
+        name,
+        metadata,
+        Column("id", Integer, primary_key=True),
+        Column("series_id", Integer, ForeignKey("series.id"), nullable=False),
+        run_ref(),
+        *items,
+        UniqueConstraint("series_id", "run_id"),
+    )
+
 
 machines = Table(
     "machines",
@@ -78,17 +112,12 @@ series = Table(
     UniqueConstraint("machine_id", "suite", "strategy", "scenario", "params", "metric"),
 )
 
-points = Table(
+points = _one_per_series_and_run(
     "points",
-    metadata,
-    Column("id", Integer, primary_key=True),
-    Column("series_id", Integer, ForeignKey("series.id"), nullable=False),
-    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("median", Float, nullable=False),
     Column("ci_low", Float),
     Column("ci_high", Float),
     Column("n", Integer, nullable=False),
-    UniqueConstraint("series_id", "run_id"),
     Index("points_run", "run_id"),
 )
 
@@ -104,7 +133,7 @@ artifacts = Table(
     "artifacts",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    run_ref(),
     # `report`, `summary`, `flame`, `diff_flame`, `offcpu_flame`, `wakeup_flame`, `plot`.
     Column("kind", String(32), nullable=False),
     # The cell the file belongs to, as canonical JSON [strategy, scenario, params] (what
@@ -115,24 +144,16 @@ artifacts = Table(
     Index("artifacts_run", "run_id"),
 )
 
-events = Table(
+# The run is the first one at the new level; one event per run groups its change points.
+events = _one_per_run(
     "events",
-    metadata,
-    Column("id", Integer, primary_key=True),
-    # The first run at the new level; one event per run groups its change points.
-    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("score", Float, nullable=False),
     # What else changed at this run (kernel, CPU model, toolchain): a JSON list of lines.
     Column("annotations", Text, nullable=False),
-    UniqueConstraint("run_id"),
 )
 
-change_points = Table(
+change_points = _one_per_series_and_run(
     "change_points",
-    metadata,
-    Column("id", Integer, primary_key=True),
-    Column("series_id", Integer, ForeignKey("series.id"), nullable=False),
-    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("event_id", Integer, ForeignKey("events.id", ondelete="CASCADE"), nullable=False),
     # `newest` (the newest run against the previous good one) or `edivisive` (retrospective).
     Column("method", String(16), nullable=False),
@@ -144,18 +165,13 @@ change_points = Table(
     Column("p_value", Float, nullable=False),
     # `regression`, `improvement` or `change` (a metric without direction).
     Column("kind", String(16), nullable=False),
-    UniqueConstraint("series_id", "run_id"),
     Index("change_points_event", "event_id"),
 )
 
-acknowledgements = Table(
+# By run, not by event row: an event recomputed after a later import stays acknowledged.
+acknowledgements = _one_per_run(
     "acknowledgements",
-    metadata,
-    Column("id", Integer, primary_key=True),
-    # By run, not by event row: an event recomputed after a later import stays acknowledged.
-    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("reason", Text, nullable=False),
     Column("acknowledged_at", String(32), nullable=False),
     Column("acknowledged_by", String(255)),
-    UniqueConstraint("run_id"),
 )
