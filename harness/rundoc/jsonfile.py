@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from harness.base import writes
 from harness.errors import BadInput
 from harness.rundoc.model import SCHEMA_VERSION, RunDoc
 
@@ -27,7 +28,9 @@ def as_json(run: RunDoc) -> dict[str, Any]:
 
 
 def dumps(run: RunDoc) -> str:
-    return json.dumps(as_json(run), indent=2, allow_nan=False)
+    """The text of run.json: every writer of the file goes through here, and here through
+    the harness's one strict-JSON encoder."""
+    return writes.dumps(as_json(run))
 
 
 def load_run(path: Path) -> RunDoc:
