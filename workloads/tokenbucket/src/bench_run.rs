@@ -19,6 +19,7 @@ use token_bucket::{cpu_pinning, CappedRovers, FlowMonitor, PureRovers, Rovers, S
 
 use crate::metrics::{Report, ShardLatencies};
 use crate::params::{Params, Strategy};
+use crate::shard_cpu::{current_tid, Schedstat};
 use crate::shard_tasks::{FlowUpdater, Releaser, ShardCounters, ShardState, Worker};
 
 /// A day, in ns: seastar's bucket pretends it was replenished "yesterday".
@@ -135,6 +136,11 @@ fn run_with<R: Rovers + 'static>(
         c.iter().map(|c| c.granted.load(Ordering::Relaxed)).sum()
     };
     let measured_start = sleep_until_ns(start_ns);
+    let tids: Vec<i32> = counters
+        .iter()
+        .map(|c| c.tid.load(Ordering::Relaxed))
+        .collect();
+    let sched_start: Vec<Schedstat> = tids.iter().map(|&t| Schedstat::read(t)).collect();
     on_event(RunEvent::MeasureStart)?;
     // tokens/s of all shards every series period, as the coordinator samples it: a sample
     // the coordinator took too soon after the last one (it was kept off the CPU and is
@@ -155,7 +161,13 @@ fn run_with<R: Rovers + 'static>(
         last_total = total;
         last_t = t;
     }
-    sleep_until_ns(end_ns);
+    let measured_end = sleep_until_ns(end_ns);
+    let elapsed = Duration::from_nanos(measured_end - measured_start);
+    let shard_cpu: Vec<(f64, f64)> = tids
+        .iter()
+        .zip(&sched_start)
+        .map(|(&t, &start)| Schedstat::read(t).shares_since(start, elapsed))
+        .collect();
     on_event(RunEvent::MeasureEnd)?;
     let flow: Vec<(f64, f64)> = counters
         .iter()
@@ -170,13 +182,14 @@ fn run_with<R: Rovers + 'static>(
     // (final once they are joined), over its planned length: the coordinator's own
     // scheduling does not enter them.
     let latencies = stop_all(handles)?;
-    let per_shard: Vec<[u64; 3]> = counters
+    let per_shard: Vec<[u64; 4]> = counters
         .iter()
         .map(|c| {
             [
                 c.window_granted.load(Ordering::Relaxed),
                 c.window_grabs.load(Ordering::Relaxed),
                 c.window_released.load(Ordering::Relaxed),
+                c.window_dropped.load(Ordering::Relaxed),
             ]
         })
         .collect();
@@ -187,6 +200,8 @@ fn run_with<R: Rovers + 'static>(
         shard_tokens: per_shard.iter().map(|s| s[0]).collect(),
         grabs: per_shard.iter().map(|s| s[1]).sum(),
         released: per_shard.iter().map(|s| s[2]).sum(),
+        dropped: per_shard.iter().map(|s| s[3]).sum(),
+        shard_cpu,
         series,
         flow,
         latencies,
@@ -213,6 +228,7 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
     fn run(self) -> Result<ShardLatencies, String> {
         let p = &self.params;
         let pinned = self.cpu.map(cpu_pinning::pin_current_thread);
+        self.counters.tid.store(current_tid(), Ordering::Relaxed);
         set_timer_slack_ns(1);
         let seed = p.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.shard as u64;
         let state = Rc::new(RefCell::new(ShardState {

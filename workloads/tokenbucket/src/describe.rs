@@ -29,6 +29,9 @@ pub fn describe() -> Json {
         metric("shard_fairness", "x", "higher", "fairness", true),
         metric("ops_per_sec", "grabs/s", "higher", "grabs/s", false),
         metric("released", "tokens", "higher", "released", false),
+        metric("dropped_ratio", "x", "lower", "dropped", true),
+        metric("shard_cpu_share", "x", "higher", "shard CPU", true),
+        metric("shard_runq_share", "x", "lower", "shard runq", false),
         metric("sleeps", "sleeps", "lower", "sleeps", false),
         metric(
             "sleep_overshoot_ns.p50",

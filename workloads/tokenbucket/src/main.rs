@@ -8,6 +8,7 @@ mod bench_run;
 mod describe;
 mod metrics;
 mod params;
+mod shard_cpu;
 mod shard_tasks;
 
 use std::process::ExitCode;

@@ -45,6 +45,10 @@ pub struct Report {
     pub shard_tokens: Vec<u64>,
     pub grabs: u64,
     pub released: u64,
+    /// Tokens the bucket dropped at its limit in the window (no grab was waiting for them).
+    pub dropped: u64,
+    /// Per shard, the shares of the window it spent on a CPU and on the run queue.
+    pub shard_cpu: Vec<(f64, f64)>,
     /// Tokens/s of all shards, one value per sampling period.
     pub series: Vec<f64>,
     /// Per shard (last, max) flow ratio (acted on by flow-monitor only).
@@ -115,6 +119,21 @@ impl Report {
             }),
         );
         m.insert("released".into(), json!(self.released));
+        // With replenish=exact the bucket's tokens are granted or dropped: rate_ratio +
+        // dropped_ratio is 1 within the window's edges, and the shards' CPU tells whether
+        // the drops were the machine's (shards waiting for a CPU) or the strategy's.
+        let due = self.rate as f64 * self.seconds;
+        m.insert("dropped".into(), json!(self.dropped));
+        m.insert("dropped_ratio".into(), json!(self.dropped as f64 / due));
+        let n = self.shard_cpu.len().max(1) as f64;
+        m.insert(
+            "shard_cpu_share".into(),
+            json!(self.shard_cpu.iter().map(|s| s.0).sum::<f64>() / n),
+        );
+        m.insert(
+            "shard_runq_share".into(),
+            json!(self.shard_cpu.iter().map(|s| s.1).sum::<f64>() / n),
+        );
         m.insert("sleeps".into(), json!(overshoot.len()));
         m.insert("sleep_overshoot_ns".into(), percentiles(&overshoot));
         m.insert("timer_lateness_ns".into(), percentiles(&lateness));

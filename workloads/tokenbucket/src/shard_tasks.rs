@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rand::rngs::SmallRng;
@@ -28,6 +28,11 @@ pub struct ShardCounters {
     pub window_grabs: AtomicU64,
     /// Tokens released inside the measured window.
     pub window_released: AtomicU64,
+    /// Tokens the worker's replenishes dropped at the bucket's limit (no grab was waiting for
+    /// them: the shards were away longer than limit / rate), the part that accrued in the window.
+    pub window_dropped: AtomicU64,
+    /// The shard thread's id (its schedstat).
+    pub tid: AtomicI32,
     /// The flow ratio, as f64 bits.
     pub flow_ratio: AtomicU64,
     /// The largest flow ratio so far, as f64 bits.
@@ -69,7 +74,13 @@ impl<R: Rovers> Task for Worker<R> {
         let mut state = self.state.borrow_mut();
         while tick_tokens < self.per_tick_cap {
             let size = if let Some((size, position)) = self.pending {
-                self.tb.replenish(monotonic_ns());
+                let now = monotonic_ns();
+                let dropped = self.tb.replenish(now);
+                // The dropped tokens accrued over [since, now): the window's share of them.
+                let share = self.window.share_of(dropped.since_ns, now);
+                self.counters
+                    .window_dropped
+                    .fetch_add((dropped.tokens as f64 * share) as u64, Ordering::Relaxed);
                 deficiency = self.tb.deficiency(position);
                 if deficiency > 0 {
                     break;

@@ -23,4 +23,4 @@ pub mod sync;
 
 pub use flow_monitor::FlowMonitor;
 pub use rovers::{CappedRovers, PureRovers, Rovers};
-pub use shared_token_bucket::{Replenish, SharedTokenBucket};
+pub use shared_token_bucket::{Dropped, Replenish, SharedTokenBucket};

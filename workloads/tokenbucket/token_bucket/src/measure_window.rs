@@ -23,6 +23,17 @@ impl MeasureWindow {
         let end = self.end_ns.load(Ordering::Relaxed);
         start != 0 && t >= start && t < end
     }
+
+    /// The share of `[from_ns, to_ns)` inside the window (0 before it is set or when empty).
+    pub fn share_of(&self, from_ns: u64, to_ns: u64) -> f64 {
+        let start = self.start_ns.load(Ordering::Relaxed);
+        let end = self.end_ns.load(Ordering::Relaxed);
+        if start == 0 || to_ns <= from_ns {
+            return 0.0;
+        }
+        let inside = to_ns.min(end).saturating_sub(from_ns.max(start));
+        inside as f64 / (to_ns - from_ns) as f64
+    }
 }
 
 #[cfg(test)]
@@ -38,5 +49,17 @@ mod tests {
         assert!(w.contains(10));
         assert!(w.contains(19));
         assert!(!w.contains(20));
+    }
+
+    #[test]
+    fn share_of_a_span_is_its_part_inside_the_window() {
+        let w = MeasureWindow::default();
+        assert_eq!(w.share_of(0, 100), 0.0);
+        w.set(10, 20);
+        assert_eq!(w.share_of(0, 40), 0.25);
+        assert_eq!(w.share_of(12, 18), 1.0);
+        assert_eq!(w.share_of(15, 25), 0.5);
+        assert_eq!(w.share_of(20, 30), 0.0);
+        assert_eq!(w.share_of(5, 5), 0.0);
     }
 }
