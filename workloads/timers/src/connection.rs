@@ -3,7 +3,8 @@
 //!
 //! - A caller numbers its request from the connection's counter, arms its [`Completion`]
 //!   with that id and puts the request (its completion, deadline if any, and whether it
-//!   is measured) on the connection's unbounded queue. The router allocates its stream id,
+//!   is measured) on the connection's queue, bounded at [`QUEUE_CAPACITY`] as the driver's
+//!   (`mpsc::channel(1024)`): a caller waits for room. The router allocates its stream id,
 //!   writes it, and resolves it when the answer comes (or, for `deadline-tracker`, when its
 //!   tracked deadline passes). No caller ever locks connection state.
 //! - A request that ends without its answer on the caller's side (a tokio timeout, or an
@@ -13,8 +14,10 @@
 //! - Counters the run needs (live requests, orphans, late answers, the deadline tracker's)
 //!   are published by the router and read here without touching its state.
 //!
-//! If the socket fails, the router fails every live and queued request and raises the
-//! run's [`FailureSignal`].
+//! If the connection breaks (its socket fails, or more than
+//! [`OLD_ORPHAN_LIMIT`](crate::router::OLD_ORPHAN_LIMIT) orphans have waited over a second
+//! for their answers, the driver's limit), the router fails every live and queued request
+//! and raises the run's [`FailureSignal`].
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +37,9 @@ use crate::resolution_log::ResolutionLog;
 use crate::resolver::Resolver;
 use crate::router::published::Published;
 use crate::router::{Body, Encoder, Notice, Router, Task};
+
+/// Requests queued for the router at most (the driver's `mpsc::channel(1024)`).
+pub const QUEUE_CAPACITY: usize = 1024;
 
 /// How long a `STATS` request may take.
 const STATS_TIMEOUT: Duration = Duration::from_secs(5);
@@ -87,7 +93,7 @@ pub struct ConnConfig {
 /// See the module documentation.
 pub struct Connection {
     index: usize,
-    tasks: mpsc::UnboundedSender<Task>,
+    tasks: mpsc::Sender<Task>,
     notices: mpsc::UnboundedSender<Notice>,
     /// The id of the next request (the driver's `request_id_generator`).
     next_id: AtomicU64,
@@ -106,7 +112,7 @@ impl Connection {
         let socket = TcpStream::connect(addr).await?;
         socket.set_nodelay(true)?;
         let (rd, wr) = socket.into_split();
-        let (tasks, tasks_rx) = mpsc::unbounded_channel();
+        let (tasks, tasks_rx) = mpsc::channel(QUEUE_CAPACITY);
         let (notices, notices_rx) = mpsc::unbounded_channel();
         let (tracker, timer) = if config.tracker {
             let timer = ArmableTimer::new();
@@ -179,10 +185,10 @@ impl Connection {
         self.new_task(completion, deadline, measured, Body::Data { key })
     }
 
-    /// Hands a prepared request to the router.
-    pub fn send(&self, task: Task) {
+    /// Hands a prepared request to the router, once its queue has room.
+    pub async fn send(&self, task: Task) {
         // The router has stopped: nothing else will ever resolve the request.
-        if let Err(mpsc::error::SendError(task)) = self.tasks.send(task) {
+        if let Err(mpsc::error::SendError(task)) = self.tasks.send(task).await {
             let outcome = Outcome::Error(ErrorKind::ConnectionClosed);
             self.resolver
                 .resolve(&task.handler.completion, task.handler.id, outcome);
@@ -190,7 +196,7 @@ impl Connection {
     }
 
     /// Prepares and sends a request; returns its id to wait for.
-    pub fn issue(
+    pub async fn issue(
         &self,
         completion: &Arc<Completion>,
         deadline: Option<Instant>,
@@ -199,7 +205,7 @@ impl Connection {
     ) -> RequestId {
         let task = self.prepare(completion, deadline, key, measured);
         let id = task.id();
-        self.send(task);
+        self.send(task).await;
         id
     }
 
@@ -255,7 +261,7 @@ impl Connection {
         let completion = Arc::new(Completion::new());
         let task = self.new_task(&completion, None, false, Body::Stats);
         let id = task.id();
-        self.send(task);
+        self.send(task).await;
         match tokio::time::timeout(STATS_TIMEOUT, completion.wait(id)).await {
             Ok(Outcome::Ok) => Ok(self.published.server_stats()),
             Ok(other) => Err(format!(

@@ -1,12 +1,17 @@
-//! A connection's response-handler map: which stream ids are taken, and by which request.
+//! A connection's response-handler map, as the scylla driver's `ResponseHandlerMap`
+//! (scylla 1.9.0, `src/network/connection.rs`): which stream ids are taken, and by which
+//! request.
 //!
-//! Only the connection's router task touches it (see [`router`](crate::router)). Slots are
-//! indexed by stream id. A slot is free, holds the live [`Handler`] of a request waiting
-//! for its answer, or is an orphan: its request was resolved without an answer (it timed
-//! out or was abandoned), so the stream id stays taken until the late answer arrives and
-//! frees it. Stream ids are allocated by the router when it takes a request off the
-//! connection's queue; callers name their requests by [`RequestId`]s, which the map
-//! resolves to streams for orphaning, as the scylla driver's `request_to_stream` does.
+//! Only the connection's router task touches it (see [`router`](crate::router)). Stream ids
+//! come from a [`StreamIdSet`], the driver's 15-bit bitmap scanned first-fit; a taken id
+//! holds the live [`Handler`] of a request waiting for its answer, or is an orphan: its
+//! request was resolved without an answer (it timed out or was abandoned), so the stream id
+//! stays taken until the late answer arrives and frees it. The map keeps when each orphan
+//! was made, so that the router can break a connection whose old orphans pile up
+//! ([`HandlerMap::old_orphans`], the driver's `OrphanageTracker`). Stream ids are allocated
+//! by the router when it takes a request off the connection's queue; callers name their
+//! requests by [`RequestId`]s, which the map resolves to streams for orphaning, as the
+//! driver's `request_to_stream` does.
 //!
 //! Taking a live handler out of the map does not by itself decide the request's outcome:
 //! the router then resolves its [`Completion`], where the first resolution wins. A request
@@ -17,16 +22,20 @@
 //! [`DeadlineTracker`]: a live request's deadline is tracked from allocation until its
 //! handler leaves the map.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::completion::Completion;
 use crate::deadline_tracker::DeadlineTracker;
 
-/// Stream ids a connection hands out at most. The driver's are 15-bit; ours are wider so
-/// that a run's concurrency, not the stream space, bounds the requests in flight.
-pub const MAX_STREAMS: usize = 1 << 24;
+/// Stream ids a connection hands out at most: the driver's 15-bit ids
+/// (`MAX_IN_FLIGHT_REQUESTS`), every one of `0..MAX_STREAMS` allocatable. More requests in
+/// flight on one connection fail with `StreamsExhausted`, as they fail in the driver.
+pub const MAX_STREAMS: usize = 1 << 15;
+
+/// An orphan older than this is old (the driver's `OLD_AGE_ORPHAN_THRESHOLD`).
+pub const OLD_ORPHAN_AGE: Duration = Duration::from_secs(1);
 
 /// Names one request of a connection: callers number their requests from a per-connection
 /// counter, as the scylla driver's `request_id_generator` does.
@@ -55,10 +64,43 @@ pub struct Handler {
     pub measured: bool,
 }
 
-enum Slot {
-    Free,
-    Live(Handler),
-    Orphan { measured: bool },
+/// The driver's `StreamIdSet`: one bit per stream id; [`StreamIdSet::allocate`] scans the
+/// words from the first and takes the lowest free id.
+struct StreamIdSet {
+    used: Box<[u64]>,
+}
+
+impl Default for StreamIdSet {
+    fn default() -> Self {
+        StreamIdSet {
+            used: vec![0; MAX_STREAMS / 64].into_boxed_slice(),
+        }
+    }
+}
+
+impl StreamIdSet {
+    /// Takes the lowest free stream id, or `None` if all [`MAX_STREAMS`] are taken.
+    fn allocate(&mut self) -> Option<u32> {
+        for (word, used) in self.used.iter_mut().enumerate() {
+            if *used != !0 {
+                let bit = used.trailing_ones();
+                *used |= 1 << bit;
+                return Some(word as u32 * 64 + bit);
+            }
+        }
+        None
+    }
+
+    /// Gives `stream` back; it must be below [`MAX_STREAMS`].
+    fn free(&mut self, stream: u32) {
+        self.used[stream as usize / 64] &= !(1 << (stream % 64));
+    }
+}
+
+/// A stream id held by a request resolved without its answer.
+struct Orphan {
+    since: Instant,
+    measured: bool,
 }
 
 /// A response whose stream id is not in use: the server broke the protocol.
@@ -67,11 +109,13 @@ pub struct UnknownStream(pub u32);
 
 /// See the module documentation.
 pub struct HandlerMap {
-    slots: Vec<Slot>,
-    free: Vec<u32>,
+    stream_set: StreamIdSet,
+    handlers: HashMap<u32, Handler>,
     /// The stream of each live request.
-    streams: HashMap<RequestId, u32>,
-    orphans: usize,
+    request_to_stream: HashMap<RequestId, u32>,
+    orphans: HashMap<u32, Orphan>,
+    /// The orphans by when they were made, oldest first.
+    by_orphaning_time: BTreeSet<(Instant, u32)>,
     late_responses: u64,
     tracker: Option<DeadlineTracker>,
 }
@@ -80,10 +124,11 @@ impl HandlerMap {
     /// An empty map; `tracker` enforces deadlines for the `deadline-tracker` strategy.
     pub fn new(tracker: Option<DeadlineTracker>) -> HandlerMap {
         HandlerMap {
-            slots: Vec::new(),
-            free: Vec::new(),
-            streams: HashMap::new(),
-            orphans: 0,
+            stream_set: StreamIdSet::default(),
+            handlers: HashMap::new(),
+            request_to_stream: HashMap::new(),
+            orphans: HashMap::new(),
+            by_orphaning_time: BTreeSet::new(),
             late_responses: 0,
             tracker,
         }
@@ -92,55 +137,38 @@ impl HandlerMap {
     /// Takes a free stream id for `handler`'s request and returns it; hands the handler
     /// back if every stream id is taken.
     pub fn allocate(&mut self, handler: Handler) -> Result<u32, Handler> {
-        let stream = match self.free.pop() {
-            Some(stream) => stream,
-            None if self.slots.len() < MAX_STREAMS => {
-                self.slots.push(Slot::Free);
-                (self.slots.len() - 1) as u32
-            }
-            None => return Err(handler),
+        let Some(stream) = self.stream_set.allocate() else {
+            return Err(handler);
         };
         if let (Some(tracker), Some(deadline)) = (self.tracker.as_mut(), handler.deadline) {
             tracker.insert(deadline.into(), handler.id.raw());
         }
-        let previous = self.streams.insert(handler.id, stream);
+        let previous = self.request_to_stream.insert(handler.id, stream);
         debug_assert!(previous.is_none(), "{:?} allocated twice", handler.id);
-        self.slots[stream as usize] = Slot::Live(handler);
+        let previous = self.handlers.insert(stream, handler);
+        debug_assert!(previous.is_none(), "stream {stream} allocated twice");
         Ok(stream)
     }
 
     /// An answer came on `stream`: frees the stream and returns its live handler (the
     /// router resolves it), or `None` for the late answer of an orphan.
     pub fn take_answered(&mut self, stream: u32) -> Result<Option<Handler>, UnknownStream> {
-        let slot = self
-            .slots
-            .get_mut(stream as usize)
-            .ok_or(UnknownStream(stream))?;
-        match std::mem::replace(slot, Slot::Free) {
-            Slot::Live(handler) => {
-                self.free.push(stream);
-                self.forget(&handler);
-                Ok(Some(handler))
-            }
-            Slot::Orphan { measured } => {
-                self.free.push(stream);
-                self.orphans -= 1;
-                self.count_late_answer(measured);
-                Ok(None)
-            }
-            Slot::Free => Err(UnknownStream(stream)),
+        if let Some(orphan) = self.orphans.remove(&stream) {
+            self.by_orphaning_time.remove(&(orphan.since, stream));
+            self.stream_set.free(stream);
+            self.count_late_answer(orphan.measured);
+            return Ok(None);
         }
+        let handler = self.handlers.remove(&stream).ok_or(UnknownStream(stream))?;
+        self.stream_set.free(stream);
+        self.request_to_stream.remove(&handler.id);
+        untrack(self.tracker.as_mut(), &handler);
+        Ok(Some(handler))
     }
 
     /// Counts an answer that came after its request was resolved without it.
     pub fn count_late_answer(&mut self, measured: bool) {
         self.late_responses += u64::from(measured);
-    }
-
-    /// Drops a live handler's stream mapping and deadline.
-    fn forget(&mut self, handler: &Handler) {
-        self.streams.remove(&handler.id);
-        untrack(self.tracker.as_mut(), handler);
     }
 
     /// Turns the live request `id` into an orphan and returns its handler; `None` if `id`
@@ -152,17 +180,28 @@ impl HandlerMap {
     }
 
     fn orphan_untracked(&mut self, id: RequestId) -> Option<Handler> {
-        let stream = self.streams.remove(&id)?;
-        let slot = &mut self.slots[stream as usize];
-        let measured = match slot {
-            Slot::Live(handler) => handler.measured,
-            _ => unreachable!("{id:?} maps to stream {stream}, which is not live"),
+        let stream = self.request_to_stream.remove(&id)?;
+        let handler = self
+            .handlers
+            .remove(&stream)
+            .unwrap_or_else(|| unreachable!("{id:?} maps to stream {stream}, which is not live"));
+        let since = Instant::now();
+        let orphan = Orphan {
+            since,
+            measured: handler.measured,
         };
-        let Slot::Live(handler) = std::mem::replace(slot, Slot::Orphan { measured }) else {
-            unreachable!("the slot was checked to be live")
-        };
-        self.orphans += 1;
+        self.orphans.insert(stream, orphan);
+        self.by_orphaning_time.insert((since, stream));
         Some(handler)
+    }
+
+    /// Orphans made more than [`OLD_ORPHAN_AGE`] before `now` (the driver's
+    /// `old_orphans_count`: linear in their number, nothing for a healthy connection).
+    pub fn old_orphans(&self, now: Instant) -> usize {
+        match now.checked_sub(OLD_ORPHAN_AGE) {
+            Some(old) => self.by_orphaning_time.range(..(old, u32::MAX)).count(),
+            None => 0,
+        }
     }
 
     /// Pops the tracker's deadlines due at `now` and orphans their requests, pushing the
@@ -183,7 +222,7 @@ impl HandlerMap {
     /// Orphans every live request (the drain gives up on them), pushing their handlers
     /// onto `out`.
     pub fn orphan_all(&mut self, out: &mut Vec<Handler>) {
-        let ids: Vec<RequestId> = self.streams.keys().copied().collect();
+        let ids: Vec<RequestId> = self.request_to_stream.keys().copied().collect();
         for id in ids {
             out.extend(self.orphan(id));
         }
@@ -192,25 +231,24 @@ impl HandlerMap {
     /// Empties the map for good (the connection is closing): every live handler goes to
     /// `out`, orphans are forgotten.
     pub fn close(&mut self, out: &mut Vec<Handler>) {
-        for slot in self.slots.drain(..) {
-            if let Slot::Live(handler) = slot {
-                untrack(self.tracker.as_mut(), &handler);
-                out.push(handler);
-            }
+        for (_, handler) in self.handlers.drain() {
+            untrack(self.tracker.as_mut(), &handler);
+            out.push(handler);
         }
-        self.free.clear();
-        self.streams.clear();
-        self.orphans = 0;
+        self.stream_set = StreamIdSet::default();
+        self.request_to_stream.clear();
+        self.orphans.clear();
+        self.by_orphaning_time.clear();
     }
 
     /// Live requests.
     pub fn live(&self) -> usize {
-        self.streams.len()
+        self.handlers.len()
     }
 
     /// Stream ids held by requests resolved without an answer.
     pub fn orphans(&self) -> usize {
-        self.orphans
+        self.orphans.len()
     }
 
     /// Late answers to requests of the measured window.
@@ -326,5 +364,63 @@ mod tests {
         out.clear();
         m.orphan_all(&mut out);
         assert!(out.is_empty());
+    }
+
+    /// The driver's first-fit scan: the lowest free id, across the bitmap's words, whatever
+    /// the order the ids were freed in (a free list would hand out the last freed first).
+    #[test]
+    fn stream_ids_are_allocated_first_fit_and_reused() {
+        let mut m = map();
+        let streams: Vec<u32> = (0..130).map(|raw| allocate(&mut m, raw, true)).collect();
+        assert_eq!(streams, (0..130).collect::<Vec<u32>>());
+        for stream in [3, 70, 129] {
+            assert!(m.take_answered(stream).unwrap().is_some());
+        }
+        assert_eq!(allocate(&mut m, 200, true), 3);
+        // An orphan's id stays taken; its late answer frees it for the next request.
+        m.orphan(RequestId::from_raw(5)).unwrap();
+        assert_eq!(allocate(&mut m, 201, true), 70);
+        assert_eq!(allocate(&mut m, 202, true), 129);
+        assert_eq!(allocate(&mut m, 203, true), 130);
+        assert!(m.take_answered(5).unwrap().is_none());
+        assert_eq!(allocate(&mut m, 204, true), 5);
+    }
+
+    /// 2^15 ids, as the driver's: the next request is handed back until one is freed.
+    #[test]
+    fn a_connection_has_2_pow_15_stream_ids() {
+        let mut m = map();
+        for raw in 0..MAX_STREAMS as u64 {
+            allocate(&mut m, raw, false);
+        }
+        let Err(back) = m.allocate(handler(1 << 20, false)) else {
+            panic!("a stream id beyond 2^15");
+        };
+        assert_eq!(back.id, RequestId::from_raw(1 << 20));
+        assert_eq!(m.live(), MAX_STREAMS);
+        assert!(m.take_answered(12_345).unwrap().is_some());
+        assert_eq!(allocate(&mut m, 1 << 20, false), 12_345);
+        let beyond = MAX_STREAMS as u32;
+        assert_eq!(m.take_answered(beyond).err(), Some(UnknownStream(beyond)));
+    }
+
+    #[test]
+    fn orphans_grow_old_until_their_late_answers() {
+        let mut m = map();
+        let streams: Vec<u32> = (0..3).map(|raw| allocate(&mut m, raw, true)).collect();
+        let before = Instant::now();
+        for raw in 0..3 {
+            m.orphan(RequestId::from_raw(raw)).unwrap();
+        }
+        let after = Instant::now();
+        assert_eq!(m.old_orphans(after), 0);
+        assert_eq!(m.old_orphans(before + OLD_ORPHAN_AGE), 0);
+        let later = after + OLD_ORPHAN_AGE + Duration::from_millis(1);
+        assert_eq!(m.old_orphans(later), 3);
+        m.take_answered(streams[1]).unwrap();
+        assert_eq!(m.old_orphans(later), 2);
+        let mut out = Vec::new();
+        m.close(&mut out);
+        assert_eq!(m.old_orphans(later), 0);
     }
 }

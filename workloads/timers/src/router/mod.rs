@@ -2,20 +2,22 @@
 //! task per connection runs joined futures, and only they touch the connection's state
 //! (the handler map, with the deadline tracker inside it, and the armable timer).
 //!
-//! - `writer`: takes requests off the connection's queue, allocates their stream ids and
-//!   writes their frames in batches;
-//! - `reader`: parses answers and resolves their requests;
+//! - `writer`: takes requests off the connection's bounded queue, allocates their stream
+//!   ids and writes their frames one by one into an 8 KiB write buffer;
+//! - `reader`: reads answers one by one from an 8 KiB read buffer and resolves their
+//!   requests;
 //! - `orphaner`: orphans the streams of requests that a caller's or an engine's timeout
 //!   resolved (their notices come through a channel of their own, like the driver's
-//!   `OrphanhoodNotifier`), and abandons live requests when the drain gives up;
+//!   `OrphanhoodNotifier`), abandons live requests when the drain gives up, and breaks the
+//!   connection when too many orphans have waited too long for their answers;
 //! - the timeouter of `deadline-tracker`
 //!   ([`router_deadlines`]): waits on the armable
 //!   timer and times out the requests whose tracked deadlines are due.
 //!
-//! The first future to end ends the router: the socket failed, or the connection's handle
-//! was dropped. The router then closes the map and fails every live and every queued
+//! The first future to end ends the router: the socket failed, the connection has too many
+//! old orphans, or the connection's handle was dropped. The router then closes the map and fails every live and every queued
 //! request with [`ErrorKind::ConnectionClosed`], and raises the run's [`FailureSignal`] if
-//! the socket failed.
+//! the connection broke.
 
 pub(crate) mod map;
 mod orphaner;
@@ -27,6 +29,7 @@ mod writer;
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use tokio::io::{BufReader, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 
@@ -37,6 +40,7 @@ use crate::handler_map::{Handler, HandlerMap, RequestId};
 use crate::resolver::Resolver;
 use crate::strategy::router_deadlines;
 use map::RouterMap;
+pub use orphaner::OLD_ORPHAN_LIMIT;
 use published::Published;
 pub(crate) use writer::Encoder;
 
@@ -73,7 +77,7 @@ pub(crate) struct Router {
     pub(crate) index: usize,
     pub(crate) rd: OwnedReadHalf,
     pub(crate) wr: OwnedWriteHalf,
-    pub(crate) tasks: mpsc::UnboundedReceiver<Task>,
+    pub(crate) tasks: mpsc::Receiver<Task>,
     pub(crate) notices: mpsc::UnboundedReceiver<Notice>,
     pub(crate) map: HandlerMap,
     /// The armable timer of `deadline-tracker`, whose tracker is in `map`.
@@ -89,8 +93,8 @@ impl Router {
     pub(crate) async fn run(self) {
         let Router {
             index,
-            mut rd,
-            mut wr,
+            rd,
+            wr,
             mut tasks,
             mut notices,
             map,
@@ -101,11 +105,13 @@ impl Router {
             failure,
         } = self;
         let map = RouterMap::new(map, published);
+        let mut rd = BufReader::with_capacity(reader::READ_BUFFER, rd);
+        let mut wr = BufWriter::with_capacity(writer::WRITE_BUFFER, wr);
         scope::run_as(map.key(), async {
             let failed = tokio::select! {
                 biased;
                 reason = reader::reader(&mut rd, &map, &resolver) => Some(reason),
-                () = orphaner::orphaner(&mut notices, &map, &resolver) => None,
+                orphaned = orphaner::orphaner(&mut notices, &map, &resolver) => orphaned.err(),
                 never = timeouter(&map, timer.as_mut(), &resolver) => match never {},
                 written = writer::writer(&mut wr, &mut tasks, &map, &encoder, &resolver) => {
                     written.err()
@@ -132,7 +138,7 @@ async fn timeouter(
 }
 
 /// Fails every live request and every request still queued; the queue takes no more.
-async fn close(map: &RouterMap, tasks: &mut mpsc::UnboundedReceiver<Task>, resolver: &Resolver) {
+async fn close(map: &RouterMap, tasks: &mut mpsc::Receiver<Task>, resolver: &Resolver) {
     let mut handlers = Vec::new();
     map.lock().close(&mut handlers);
     tasks.close();

@@ -1,41 +1,60 @@
-//! The router's reader: parses answers, takes their handlers out of the handler map and
-//! resolves them. An answer that loses to a timeout resolved elsewhere counts as late.
+//! The router's reader, as the scylla driver's `Connection::reader` (scylla 1.9.0,
+//! `src/network/connection.rs`): reads one answer at a time from an 8 KiB `BufReader`, its
+//! header and then its body into a buffer of its own, takes the answer's handler out of the
+//! handler map under the map's lock and resolves it. An answer that loses to a timeout
+//! resolved elsewhere counts as late.
 
+use std::io;
+
+use tokio::io::{AsyncRead, AsyncReadExt, BufReader};
 use tokio::net::tcp::OwnedReadHalf;
 
 use crate::completion::{ErrorKind, Outcome};
-use crate::protocol::{self, Frame, FrameReader, ServerStats};
+use crate::protocol::{self, Frame, Header, ServerStats};
 use crate::resolver::Resolver;
 use crate::router::map::{MapGuard, RouterMap};
 
-/// Initial size of the read buffer.
-const READ_BUFFER: usize = 64 << 10;
+/// The read buffer's size (the driver's `BufReader::with_capacity(8192, ..)`).
+pub(super) const READ_BUFFER: usize = 8 << 10;
 
 /// Handles answers until the connection fails; returns why it failed.
-pub(super) async fn reader(rd: &mut OwnedReadHalf, map: &RouterMap, resolver: &Resolver) -> String {
-    let mut frames = FrameReader::with_capacity(READ_BUFFER);
+pub(super) async fn reader(
+    rd: &mut BufReader<OwnedReadHalf>,
+    map: &RouterMap,
+    resolver: &Resolver,
+) -> String {
     loop {
-        match frames.fill(rd).await {
-            Ok(0) if frames.has_partial_frame() => {
+        let (header, body) = match read_frame(rd).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return "server closed the connection".to_string(),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
                 return "server closed the connection mid-frame".to_string()
             }
-            Ok(0) => return "server closed the connection".to_string(),
-            Ok(_) => {}
             Err(e) => return format!("read failed: {e}"),
-        }
-        let mut map = map.lock();
-        loop {
-            match frames.next_frame() {
-                Ok(Some(frame)) => {
-                    if let Err(reason) = on_answer(&mut map, frame, resolver) {
-                        return reason;
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => return e.to_string(),
-            }
+        };
+        let frame = Frame {
+            header,
+            body: &body,
+        };
+        if let Err(reason) = on_answer(&mut map.lock(), frame, resolver) {
+            return reason;
         }
     }
+}
+
+/// Reads one frame: its header, then its body into a new buffer, as the driver's
+/// `read_response_frame` does; `None` if the connection ended between frames.
+async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R) -> io::Result<Option<(Header, Vec<u8>)>> {
+    let mut raw = [0; protocol::HEADER_LEN];
+    let first = rd.read(&mut raw).await?;
+    if first == 0 {
+        return Ok(None);
+    }
+    rd.read_exact(&mut raw[first..]).await?;
+    let header = Header::decode(&raw)?.expect("a whole header was read");
+    let mut body = vec![0; header.len as usize];
+    rd.read_exact(&mut body).await?;
+    Ok(Some((header, body)))
 }
 
 fn on_answer(map: &mut MapGuard<'_>, frame: Frame<'_>, resolver: &Resolver) -> Result<(), String> {

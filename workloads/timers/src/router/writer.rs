@@ -1,25 +1,23 @@
-//! The router's writer: takes requests off the connection's queue, allocates their stream
-//! ids in the handler map and writes their frames, everything queued in one socket write.
-//! Once the queue is drained it yields before writing, as the scylla driver's writer does by
-//! default (its write coalescing): callers woken meanwhile queue their requests into the
-//! same write.
+//! The router's writer, as the scylla driver's `Connection::writer` (scylla 1.9.0,
+//! `src/network/connection.rs`): takes one request at a time off the connection's bounded
+//! queue, allocates its stream id under the handler map's lock and writes its frame with
+//! `write_all` into an 8 KiB `BufWriter`, which sends what it holds whenever it fills.
+//! Once the queue is empty it yields once, the driver's default write coalescing
+//! (`WriteCoalescingDelay::SmallNondeterministic`), and flushes if nothing came meanwhile.
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc;
 
 use crate::completion::{ErrorKind, Outcome};
-use crate::handler_map::HandlerMap;
 use crate::params::Mode;
 use crate::protocol;
 use crate::resolver::Resolver;
 use crate::router::map::RouterMap;
 use crate::router::{Body, Task};
 
-/// Requests taken off the queue per wake-up.
-const BATCH_FRAMES: usize = 512;
-/// A write buffer this full goes out even if more requests are queued.
-const FLUSH_BYTES: usize = 256 << 10;
+/// The write buffer's size (the driver's `BufWriter::with_capacity(8192, ..)`).
+pub(super) const WRITE_BUFFER: usize = 8 << 10;
 
 /// Turns requests into frames.
 pub(crate) struct Encoder {
@@ -53,78 +51,67 @@ impl Encoder {
 /// Writes queued requests until the socket fails (`Err`) or every sender of the queue is
 /// gone (`Ok`).
 pub(super) async fn writer(
-    wr: &mut OwnedWriteHalf,
-    tasks: &mut mpsc::UnboundedReceiver<Task>,
+    wr: &mut BufWriter<OwnedWriteHalf>,
+    tasks: &mut mpsc::Receiver<Task>,
     map: &RouterMap,
     encoder: &Encoder,
     resolver: &Resolver,
 ) -> Result<(), String> {
-    let mut batch = Vec::with_capacity(BATCH_FRAMES);
-    let mut out = Vec::with_capacity(FLUSH_BYTES);
+    let mut frame = Vec::new();
     let mut received = 0;
-    loop {
-        if tasks.recv_many(&mut batch, BATCH_FRAMES).await == 0 {
-            return Ok(());
-        }
-        received += take(&mut batch, tasks, map, encoder, resolver, &mut out);
-        // The driver's write coalescing: with the queue drained, yield so that the callers
-        // woken meanwhile queue their requests into the same write, until a yield brings
-        // none.
-        while out.len() < FLUSH_BYTES {
-            tokio::task::yield_now().await;
-            let taken = take(&mut batch, tasks, map, encoder, resolver, &mut out);
-            if taken == 0 {
+    while let Some(mut task) = tasks.recv().await {
+        loop {
+            received += 1;
+            if !route(task, map, encoder, resolver, &mut frame, received) {
+                // As the driver does: a request without a stream id ends this batch.
                 break;
             }
-            received += taken;
+            wr.write_all(&frame)
+                .await
+                .map_err(|e| format!("write failed: {e}"))?;
+            task = match tasks.try_recv() {
+                Ok(task) => task,
+                Err(_) => {
+                    // The callers woken meanwhile may queue their requests into this batch.
+                    tokio::task::yield_now().await;
+                    match tasks.try_recv() {
+                        Ok(task) => task,
+                        Err(_) => break,
+                    }
+                }
+            };
         }
-        // After the guard has published the map that holds these requests.
-        map.published().received(received);
-        if let Err(e) = wr.write_all(&out).await {
-            return Err(format!("write failed: {e}"));
-        }
-        out.clear();
+        wr.flush().await.map_err(|e| format!("write failed: {e}"))?;
     }
+    Ok(())
 }
 
-/// Routes `batch`, then whatever is queued, until `out` is full; returns how many requests
-/// it took.
-fn take(
-    batch: &mut Vec<Task>,
-    tasks: &mut mpsc::UnboundedReceiver<Task>,
+/// Allocates `task`'s stream under the map's lock and encodes its frame into `frame`;
+/// fails the request and returns `false` if no stream id is free. `received` counts the
+/// requests taken off the queue, this one included.
+fn route(
+    task: Task,
     map: &RouterMap,
     encoder: &Encoder,
     resolver: &Resolver,
-    out: &mut Vec<u8>,
-) -> u64 {
-    let mut map = map.lock();
-    let mut taken = batch.len() as u64;
-    for task in batch.drain(..) {
-        route(task, &mut map, encoder, resolver, out);
-    }
-    while out.len() < FLUSH_BYTES {
-        let Ok(task) = tasks.try_recv() else { break };
-        taken += 1;
-        route(task, &mut map, encoder, resolver, out);
-    }
-    taken
-}
-
-/// Allocates `task`'s stream and encodes its frame; fails it if no stream id is free.
-fn route(
-    task: Task,
-    map: &mut HandlerMap,
-    encoder: &Encoder,
-    resolver: &Resolver,
-    out: &mut Vec<u8>,
-) {
+    frame: &mut Vec<u8>,
+    received: u64,
+) -> bool {
     let Task { handler, body } = task;
     let measured = handler.measured;
-    match map.allocate(handler) {
-        Ok(stream) => encoder.encode(stream, measured, body, out),
+    let allocated = map.lock().allocate(handler);
+    // After the guard has published the map that holds this request.
+    map.published().received(received);
+    match allocated {
+        Ok(stream) => {
+            frame.clear();
+            encoder.encode(stream, measured, body, frame);
+            true
+        }
         Err(handler) => {
             let outcome = Outcome::Error(ErrorKind::StreamsExhausted);
             resolver.resolve(&handler.completion, handler.id, outcome);
+            false
         }
     }
 }

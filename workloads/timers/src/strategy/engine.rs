@@ -140,7 +140,7 @@ impl Engine {
         let id = task.id();
         self.arm(conn.index() as u32, id, completion, deadline);
         counts.registered += 1;
-        conn.send(task);
+        conn.send(task).await;
         let outcome = completion.wait(id).await;
         if outcome == Outcome::Timeout {
             counts.fired += 1;

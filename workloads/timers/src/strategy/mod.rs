@@ -143,7 +143,7 @@ pub struct Request {
 impl Request {
     /// Issues the request on `conn` with its deadline `timeout` after `sent_at`, and counts
     /// the timer registered for it.
-    fn issue_with_timeout(
+    async fn issue_with_timeout(
         &self,
         conn: &Connection,
         completion: &Arc<Completion>,
@@ -153,6 +153,7 @@ impl Request {
         let deadline = Some(self.sent_at + timeout);
         counts.registered += 1;
         conn.issue(completion, deadline, self.key, self.measured)
+            .await
     }
 }
 

@@ -9,6 +9,8 @@ use crate::strategy::Request;
 
 /// Issues `request` and waits for its answer.
 pub async fn execute(conn: &Connection, completion: &Arc<Completion>, request: Request) -> Outcome {
-    let id = conn.issue(completion, None, request.key, request.measured);
+    let id = conn
+        .issue(completion, None, request.key, request.measured)
+        .await;
     completion.wait(id).await
 }

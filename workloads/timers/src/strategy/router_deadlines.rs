@@ -26,7 +26,9 @@ pub async fn execute(
     timeout: Duration,
     counts: &mut TimerCounts,
 ) -> Outcome {
-    let id = request.issue_with_timeout(conn, completion, timeout, counts);
+    let id = request
+        .issue_with_timeout(conn, completion, timeout, counts)
+        .await;
     let outcome = completion.wait(id).await;
     match outcome {
         Outcome::Timeout => counts.fired += 1,

@@ -25,7 +25,9 @@ pub async fn execute(
     timeout: Duration,
     counts: &mut TimerCounts,
 ) -> Outcome {
-    let id = request.issue_with_timeout(conn, completion, timeout, counts);
+    let id = request
+        .issue_with_timeout(conn, completion, timeout, counts)
+        .await;
     match tokio::time::timeout(timeout, completion.wait(id)).await {
         Ok(outcome) => {
             counts.cancelled += 1;
