@@ -81,6 +81,9 @@ class FlameGraph:
     differential: bool = False  # against the baseline cell's stacks
     # Listed for every cell, with why it is missing; False: only where the kind's probe ran.
     always: bool = True
+    # The head of the cell's profile note when it has none of these stacks ("no off-CPU
+    # graph: futex unavailable: ..."); a differential graph's notes are profiles/cells.py's.
+    missing: str = ""
 
 
 def no_metrics(data: Data, context: RepeatContext) -> dict[str, Any]:

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.base.writes import write_atomic
 from harness.describe import render as render_value
 from harness.probes import registry
-from harness.probes.kinds import futex, offwake, oncpu, sched
+from harness.probes.kind import FlameGraph
 from harness.profiles import folded, inferno, offwake_graphs
 from harness.profiles.settings import ProfileSettings
 from harness.profiles.stacks import Stacks
@@ -33,6 +35,37 @@ from harness.stats import params_key
 
 TOP = 10
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+
+
+@dataclass(frozen=True)
+class _Plain:
+    """A graph drawn as its stacks are, with no differential: its title's end, its total in
+    the subtitle, inferno's count name and palette, and the profile's key of the total."""
+
+    title: str
+    counted: Callable[[int], str]
+    countname: str
+    colors: str
+    total_key: str
+
+
+# By the name of their stacks (Stacks' fields).
+_PLAIN = {
+    "offcpu": _Plain(
+        "off-CPU in futex waits",
+        lambda ns: f"{ns / 1e6:.1f} ms blocked, weighted by ns",
+        "ns",
+        "io",
+        "offcpu_ns",
+    ),
+    "wakeups": _Plain(
+        "wake-ups (waker -> wakee)",
+        lambda count: f"{count} wake-ups of the workload's threads",
+        "wakeups",
+        "wakeup",
+        "wakeups",
+    ),
+}
 
 
 def slug(cell_id: str) -> str:
@@ -66,6 +99,20 @@ def _describe(cell: Cell) -> str:
     return f"scenario {cell.scenario}" + (f", {shown}" if shown else "")
 
 
+@dataclass(frozen=True)
+class Drawing:
+    """One cell's graphs being drawn: the cell, its stacks, the baseline cell's with them
+    (None without a baseline cell), the cell's file-safe name, its description for the
+    subtitles, and its profile being filled in."""
+
+    cell: Cell
+    stacks: Stacks
+    baseline: tuple[Cell, Stacks] | None
+    name: str
+    where: str
+    out: Profile
+
+
 class CellProfiler:
     def __init__(self, run_dir: Path, suite: str, settings: ProfileSettings) -> None:
         self.run_dir = run_dir
@@ -88,96 +135,97 @@ class CellProfiler:
         inferno.flamegraph(text, path, title=title, subtitle=subtitle, **kw)
         return str(path.relative_to(self.run_dir))
 
-    def profile(self, cell: Cell, stacks: Stacks, baseline: tuple[Cell, Stacks] | None) -> Profile:
-        """The cell's `profile`; `notes` says what is missing and why."""
-        name, strategy = slug(cell.id), cell.strategy
-        where = _describe(cell)
-        notes: list[str] = []
-        out = Profile(notes=notes)
-        sampled = cell.probes.get(oncpu.NAME)
-        repeats = len(sampled.paths or []) if sampled else 0
-        if stacks.oncpu:
-            samples = folded.total(stacks.oncpu)
-            hz = f" at {stacks.frequency_hz} Hz" if stacks.frequency_hz else ""
-            out.folded, out.svg = self._graph(
-                f"{name}.oncpu",
-                stacks.oncpu,
-                f"{self.suite}: {strategy}, on-CPU",
-                f"{where}; {samples} samples{hz}, {repeats} repeat(s)",
-                colors="hot",
-            )
-            out.samples = samples
-            out.client_samples = folded.total(stacks.client)
-            out.mutex_share = folded.share_matching(stacks.client, self.settings.mutex_patterns)
-            out.top_self = [TopFrame.model_validate(t) for t in folded.top_self(stacks.client, TOP)]
-            missing_diff = self._diff(out, cell, stacks, baseline, name, where)
-            if missing_diff:
-                notes.append(missing_diff)
-        else:
-            notes.append(_missing(cell, oncpu.NAME, "no on-CPU profile"))
-        if stacks.offcpu:
-            blocked = folded.total(stacks.offcpu)
-            out.offcpu_folded, out.offcpu_svg = self._graph(
-                f"{name}.offcpu",
-                stacks.offcpu,
-                f"{self.suite}: {strategy}, off-CPU in futex waits",
-                f"{where}; {blocked / 1e6:.1f} ms blocked, weighted by ns",
-                countname="ns",
-                colors="io",
-            )
-            out.offcpu_ns = blocked
-        else:
-            notes.append(_missing(cell, futex.NAME, "no off-CPU graph"))
-        if stacks.wakeups:
-            count = folded.total(stacks.wakeups)
-            out.wakeup_folded, out.wakeup_svg = self._graph(
-                f"{name}.wakeups",
-                stacks.wakeups,
-                f"{self.suite}: {strategy}, wake-ups (waker -> wakee)",
-                f"{where}; {count} wake-ups of the workload's threads",
-                countname="wakeups",
-                colors="wakeup",
-            )
-            out.wakeups = count
-        else:
-            notes.append(_missing(cell, sched.NAME, "no wake-up view"))
-        if stacks.offwake:
-            notes += offwake_graphs.draw(self, out, cell, stacks, baseline, name, where)
-        elif offwake.NAME in cell.probes:
-            notes.append(_missing(cell, offwake.NAME, "no off-wake graph"))
-        out.notes = notes  # the model copied the list it was given
-        return out
+    def _differential(
+        self, base: folded.Folded, stacks: folded.Folded, file: str, title: str, subtitle: str
+    ) -> str:
+        """flame/<file>: `stacks` against the baseline cell's `base` (inferno-diff-folded
+        --normalize, baseline first: red = more than in the baseline, by share); its path."""
+        diff = inferno.diff_folded(
+            folded.render(base), folded.render(stacks), self.run_dir / "folded"
+        )
+        return self._svg(file, diff, f"{self.suite}: {title}", subtitle)
 
-    def _diff(
-        self,
-        out: Profile,
-        cell: Cell,
-        stacks: Stacks,
-        baseline: tuple[Cell, Stacks] | None,
-        name: str,
-        where: str,
-    ) -> str | None:
-        """Draws the differential graph into `out`, or says why there is none."""
-        if baseline is None:
+    def profile(self, cell: Cell, stacks: Stacks, baseline: tuple[Cell, Stacks] | None) -> Profile:
+        """The cell's `profile`; `notes` says what is missing and why. Each kind's graphs in
+        the reports' order: drawn from its stacks, or a note naming the kind."""
+        notes: list[str] = []
+        at = Drawing(cell, stacks, baseline, slug(cell.id), _describe(cell), Profile(notes=notes))
+        for graph in registry.flame_graphs():
+            if graph.differential:  # drawn with the graph of the same stacks
+                continue
+            if getattr(stacks, graph.key):
+                notes += self._draw(graph, at)
+            elif graph.always or graph.probe in cell.probes:
+                notes.append(_missing(cell, graph.probe, graph.missing))
+        at.out.notes = notes  # the model copied the list it was given
+        return at.out
+
+    def _draw(self, graph: FlameGraph, at: Drawing) -> list[str]:
+        """Draws one graph (by its stacks' name) into the profile; the notes on what could
+        not be."""
+        if graph.key == "oncpu":
+            return self._oncpu(graph, at)
+        if graph.key == "offwake":
+            return offwake_graphs.draw(self, graph.probe, at)
+        plain = _PLAIN[graph.key]
+        drawn: folded.Folded = getattr(at.stacks, graph.key)
+        total = folded.total(drawn)
+        folded_path, svg = self._graph(
+            f"{at.name}.{graph.key}",
+            drawn,
+            f"{self.suite}: {at.cell.strategy}, {plain.title}",
+            f"{at.where}; {plain.counted(total)}",
+            countname=plain.countname,
+            colors=plain.colors,
+        )
+        assert graph.folded_key is not None
+        setattr(at.out, graph.folded_key, folded_path)
+        setattr(at.out, graph.svg_key, svg)
+        setattr(at.out, plain.total_key, total)
+        return []
+
+    def _oncpu(self, graph: FlameGraph, at: Drawing) -> list[str]:
+        """The on-CPU graph, the client's figures and the differential graph."""
+        out, stacks = at.out, at.stacks
+        sampled = at.cell.probes.get(graph.probe)
+        repeats = len(sampled.paths or []) if sampled else 0
+        samples = folded.total(stacks.oncpu)
+        hz = f" at {stacks.frequency_hz} Hz" if stacks.frequency_hz else ""
+        out.folded, out.svg = self._graph(
+            f"{at.name}.oncpu",
+            stacks.oncpu,
+            f"{self.suite}: {at.cell.strategy}, on-CPU",
+            f"{at.where}; {samples} samples{hz}, {repeats} repeat(s)",
+            colors="hot",
+        )
+        out.samples = samples
+        out.client_samples = folded.total(stacks.client)
+        out.mutex_share = folded.share_matching(stacks.client, self.settings.mutex_patterns)
+        out.top_self = [TopFrame.model_validate(t) for t in folded.top_self(stacks.client, TOP)]
+        missing_diff = self._diff(at)
+        return [missing_diff] if missing_diff else []
+
+    def _diff(self, at: Drawing) -> str | None:
+        """Draws the differential graph into the profile, or says why there is none."""
+        if at.baseline is None:
             return "no differential graph: no baseline cell with this scenario/params"
-        base_cell, base = baseline
-        if base_cell is cell:
+        base_cell, base = at.baseline
+        if base_cell is at.cell:
             return None
         if not base.oncpu:
             return "no differential graph: the baseline cell has no on-CPU profile"
-        diff = inferno.diff_folded(
-            folded.render(base.oncpu), folded.render(stacks.oncpu), self.run_dir / "folded"
-        )
-        out.diff_svg = self._svg(
-            f"{name}.diff.svg",
-            diff,
-            f"{self.suite}: {cell.strategy} vs {base_cell.strategy}, on-CPU",
-            f"{where}; red: more than in {base_cell.strategy}, blue: less "
+        at.out.diff_svg = self._differential(
+            base.oncpu,
+            at.stacks.oncpu,
+            f"{at.name}.diff.svg",
+            f"{at.cell.strategy} vs {base_cell.strategy}, on-CPU",
+            f"{at.where}; red: more than in {base_cell.strategy}, blue: less "
             "(normalised by sample count)",
         )
-        out.diff_baseline = base_cell.id
-        out.grew = [
-            GrownFrame.model_validate(g) for g in folded.grew_most(base.client, stacks.client, TOP)
+        at.out.diff_baseline = base_cell.id
+        at.out.grew = [
+            GrownFrame.model_validate(g)
+            for g in folded.grew_most(base.client, at.stacks.client, TOP)
         ]
         return None
 

@@ -7,65 +7,57 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.probes.kinds import offwake
-from harness.profiles import folded, inferno
-from harness.profiles.stacks import Stacks
-from harness.rundoc.model import Cell, Profile
+from harness.profiles import folded
 
 if TYPE_CHECKING:
-    from harness.profiles.cells import CellProfiler
+    from harness.profiles.cells import CellProfiler, Drawing
 
 
-def draw(
-    profiler: CellProfiler,
-    out: Profile,
-    cell: Cell,
-    stacks: Stacks,
-    baseline: tuple[Cell, Stacks] | None,
-    name: str,
-    where: str,
-) -> list[str]:
-    """Fills `out`'s offwake_* keys; returns the notes on what could not be drawn."""
+def draw(profiler: CellProfiler, probe: str, at: Drawing) -> list[str]:
+    """Fills the profile's offwake_* keys; returns the notes on what could not be drawn
+    (`probe`: the name of the probe whose stacks these are)."""
+    out, stacks = at.out, at.stacks
     if not stacks.offwake:
         return []
     blocked = folded.total(stacks.offwake)
-    title = f"{profiler.suite}: {cell.strategy}, off-wake (blocked stack -- waker stack)"
+    title = f"{profiler.suite}: {at.cell.strategy}, off-wake (blocked stack -- waker stack)"
     out.offwake_folded, out.offwake_svg = profiler._graph(
-        f"{name}.offwake",
+        f"{at.name}.offwake",
         stacks.offwake,
         title,
-        f"{where}; {blocked / 1e6:.1f} ms off CPU, weighted by ns; above `--`: the waker, "
+        f"{at.where}; {blocked / 1e6:.1f} ms off CPU, weighted by ns; above `--`: the waker, "
         "leaf first, its thread name on top",
         countname="ns",
         colors="wakeup",
     )
     out.offwake_ns = blocked
     notes = []
-    summary = cell.probes.get(offwake.NAME)
+    summary = at.cell.probes.get(probe)
     lost = int((summary.totals or {}).get("lost_stacks") or 0) if summary else 0
     if lost:
         notes.append(
             f"off-wake graph: {lost} stacks lost (stack map collisions or errors; their frames "
             "read [stack lost...])"
         )
-    if baseline is None:
+    if at.baseline is None:
         return [
             *notes,
             "no off-wake differential graph: no baseline cell with this scenario/params",
         ]
-    base_cell, base = baseline
-    if base_cell is cell:
+    base_cell, base = at.baseline
+    if base_cell is at.cell:
         return notes
     if not base.offwake:
-        return [*notes, "no off-wake differential graph: the baseline cell has no off-wake stacks"]
-    diff = inferno.diff_folded(
-        folded.render(base.offwake), folded.render(stacks.offwake), profiler.run_dir / "folded"
-    )
-    out.offwake_diff_svg = profiler._svg(
-        f"{name}.offwake.diff.svg",
-        diff,
-        f"{profiler.suite}: {cell.strategy} vs {base_cell.strategy}, off-wake",
-        f"{where}; red: more blocked time than in {base_cell.strategy}, blue: less "
+        return [
+            *notes,
+            "no off-wake differential graph: the baseline cell has no off-wake stacks",
+        ]
+    out.offwake_diff_svg = profiler._differential(
+        base.offwake,
+        stacks.offwake,
+        f"{at.name}.offwake.diff.svg",
+        f"{at.cell.strategy} vs {base_cell.strategy}, off-wake",
+        f"{at.where}; red: more blocked time than in {base_cell.strategy}, blue: less "
         "(normalised by total blocked time)",
     )
     return notes

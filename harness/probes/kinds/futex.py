@@ -41,6 +41,7 @@ GRAPHS = (
         ("off-cpu", "offcpu"),
         rank=20,
         note_rank=30,
+        missing="no off-CPU graph",
     ),
 )
 

@@ -32,6 +32,7 @@ GRAPHS = (
         rank=40,
         note_rank=10,
         always=False,
+        missing="no off-wake graph",
     ),
     FlameGraph(
         NAME,

@@ -42,6 +42,7 @@ GRAPHS = (
         ("on-cpu", "oncpu", "perf", "sampl"),
         rank=10,
         note_rank=50,
+        missing="no on-CPU profile",
     ),
     FlameGraph(
         NAME,

@@ -34,7 +34,15 @@ NAME = "sched"
 QUANTILES = {"p50": 0.50, "p99": 0.99}
 GRAPHS = (
     FlameGraph(
-        NAME, "wakeups", "wake-up", "wakeup_svg", "wakeup_folded", ("wake",), rank=30, note_rank=40
+        NAME,
+        "wakeups",
+        "wake-up",
+        "wakeup_svg",
+        "wakeup_folded",
+        ("wake",),
+        rank=30,
+        note_rank=40,
+        missing="no wake-up view",
     ),
 )
 METRICS = (
