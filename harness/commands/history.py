@@ -7,13 +7,19 @@ import argparse
 import csv
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+from sqlalchemy import Connection
 
 from harness.commands.parsing import FORMATTER, Commands, help_text, positive_int
 from harness.history import events, queries
 from harness.history.db import connect, database_errors, writing
 from harness.history.importer import import_runs, run_dirs_under
 from harness.paths import results_root
+
+T = TypeVar("T")
 
 DB_HELP = (
     "database URL: sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB "
@@ -91,10 +97,15 @@ def handle_import(args: argparse.Namespace) -> int:
     return 2 if refused else 0
 
 
-def handle_list(args: argparse.Namespace) -> int:
+def _read(args: argparse.Namespace, query: Callable[[Connection], T]) -> T:
+    """What query reads from the history at --db."""
     engine = connect(args.db)
     with database_errors(engine), engine.connect() as conn:
-        rows = queries.run_list(conn)
+        return query(conn)
+
+
+def handle_list(args: argparse.Namespace) -> int:
+    rows = _read(args, queries.run_list)
     print(f"{'run':34} {'suite':12} {'machine':16} {'status':11} {'commit':10} points")
     for row in rows:
         commit = (row["git_commit"] or "")[:10]
@@ -106,9 +117,7 @@ def handle_list(args: argparse.Namespace) -> int:
 
 
 def handle_regressions(args: argparse.Namespace) -> int:
-    engine = connect(args.db)
-    with database_errors(engine), engine.connect() as conn:
-        found = queries.changes(conn)
+    found = _read(args, queries.changes)
     open_ones = [r for r in found if r["status"] == "open"]
     shown = found if args.all else open_ones
     if args.json:
