@@ -18,7 +18,7 @@ from harness.probes.registry import kind_of
 from harness.run.bounds import check_plan
 from harness.run.cellcheck import check_cells
 from harness.run.plan import Plan
-from harness.run.scratchroom import check_scratch
+from harness.run.scratchroom import check_scratch, exists
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -59,7 +59,7 @@ def check_out_dir(out_dir: Path, need_bytes: int) -> None:
     """BadInput unless a file can be made in `out_dir` (or the folder that will hold it) and
     its filesystem has `need_bytes` free."""
     probe = out_dir
-    while not _exists(probe) and probe.parent != probe:
+    while not exists(probe) and probe.parent != probe:
         probe = probe.parent
     if not probe.is_dir():
         raise BadInput(f"cannot create run directories in {out_dir}: {probe} is not a directory")
@@ -80,17 +80,6 @@ def check_out_dir(out_dir: Path, need_bytes: int) -> None:
             f"not enough room for the run in {out_dir}: {_size(free)} free on its filesystem, "
             f"the run needs about {_size(need_bytes)} (free some space or choose another --out)"
         )
-
-
-def _exists(path: Path) -> bool:
-    """Whether `path` is there, also when it cannot be looked into (then writing fails)."""
-    try:
-        path.stat()
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _size(n: int) -> str:

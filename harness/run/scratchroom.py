@@ -89,9 +89,9 @@ def _usable_dir(file: File, plan: Plan) -> Path:
     what = f"scratch folder {file.dir} (suite '{plan.suite.name}')"
     probe = file.dir
     if file.default_dir:
-        while not _exists(probe) and probe.parent != probe:
+        while not exists(probe) and probe.parent != probe:
             probe = probe.parent
-    elif not _exists(probe):
+    elif not exists(probe):
         raise BadInput(f"{what} does not exist: create it or choose another")
     if not probe.is_dir():
         raise BadInput(f"{what}: {probe} is not a directory")
@@ -107,7 +107,7 @@ def _usable_dir(file: File, plan: Plan) -> Path:
 
 def _device(path: Path) -> int | None:
     probe = path
-    while not _exists(probe) and probe.parent != probe:
+    while not exists(probe) and probe.parent != probe:
         probe = probe.parent
     try:
         return os.stat(probe).st_dev
@@ -115,7 +115,8 @@ def _device(path: Path) -> int | None:
         return None
 
 
-def _exists(path: Path) -> bool:
+def exists(path: Path) -> bool:
+    """Whether `path` is there, also when it cannot be looked into (then writing fails)."""
     try:
         path.stat()
     except (FileNotFoundError, NotADirectoryError):
