@@ -14,7 +14,6 @@
 #include "offwake.h"
 #include "common.bpf.h"
 
-#define MAX_THREADS 8192
 #define MAX_ENTRIES 16384
 #define MAX_STACKS 16384
 #define EFAULT 14
@@ -39,41 +38,38 @@ const volatile __s64 preempt_count_from_rq = 0;
 #define SOFTIRQ_OFFSET 0x00000100
 #define PREEMPT_MASK 0x000000ff
 
-/* bpf_get_stackid() failures: -EEXIST is a collision in the stack map (its
- * bucket holds another stack), any other error but -EFAULT (no user stack:
- * a kernel thread) a stack not taken. Both are reported. */
+/* Stacks not taken: a kernel stack's bpf_get_stackid() -EEXIST is a
+ * collision in the stack map (its bucket holds another stack); any other
+ * error, or a full user stack map, is an error. Both are reported. */
 __u64 stack_collisions;
 __u64 stack_errors;
 
-struct start {
-	__u64 ts;
-	__s32 user_stack_id;
-	__s32 kern_stack_id;
-	__u32 state;
-};
-
 struct waker {
+	__u64 user_stack;
 	__u32 tgid;
-	__u32 tid;
-	__s32 user_stack_id;
+	__u32 tid; /* 0: no waker recorded since the switch-out */
 	__s32 kern_stack_id;
 	__u32 flags;
 	char comm[TASK_COMM_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_THREADS);
-	__type(key, __u32);
-	__type(value, struct start);
-} starts SEC(".maps");
+/* Per thread, in the task's own storage (no hash, no bucket lock, freed with
+ * the task): the blocking in progress since its switch-out and the waker
+ * seen since. */
+struct thread {
+	__u64 ts; /* switch-out time, 0 once switched in */
+	__u64 user_stack;
+	__s32 kern_stack_id;
+	__u32 state;
+	struct waker waker;
+};
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_THREADS);
-	__type(key, __u32);
-	__type(value, struct waker);
-} wakers SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread);
+} threads SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -82,12 +78,40 @@ struct {
 	__type(value, struct offwake_val);
 } info SEC(".maps");
 
+/* Kernel stacks (kernel_stacks; the loader shrinks it to one entry otherwise). */
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(max_entries, MAX_STACKS);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_STACKS);
+	__type(key, __u64);
+	__type(value, struct user_stack);
+} user_stacks SEC(".maps");
+
+#define CHUNK 512
+#define KNOWN 64
+
+/* Per CPU, where a user stack is walked (too large for the BPF stack): the
+ * stack, the piece of user memory its frames are read from, and the hashes of
+ * the last stacks stored from this CPU (user_stacks only grows, so a hash
+ * found here needs no lookup there). */
+struct walk {
+	struct user_stack st;
+	__u64 known[KNOWN];
+	__u8 chunk[CHUNK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk);
+} walks SEC(".maps");
 
 struct task_struct___pre_5_14 {
 	long state;
@@ -131,70 +155,154 @@ static __always_inline bool waker_interrupted(__u32 tid)
 	return (count & SOFTIRQ_OFFSET) && !(count & PREEMPT_MASK);
 }
 
-static __always_inline __s32 stack_id(void *ctx, __u64 flags)
+static __always_inline __s32 kernel_stack_id(void *ctx)
 {
-	long id = bpf_get_stackid(ctx, &stacks, flags);
+	long id = bpf_get_stackid(ctx, &stacks, 0);
 
 	if (id >= 0)
 		return id;
 	if (id == -EEXIST)
 		__sync_fetch_and_add(&stack_collisions, 1);
-	else if (id != -EFAULT)
+	else
 		__sync_fetch_and_add(&stack_errors, 1);
 	return id;
 }
 
+struct frame {
+	__u64 next;
+	__u64 ret;
+};
+
+/* current's user stack, walked by its frame pointers as perf's
+ * perf_callchain_user() does (the user ip, then the return address of every
+ * frame), stored in user_stacks under a 64-bit hash of its frames: returns
+ * that hash, or 0 for a task without a user stack (a kernel thread).
+ * Walked here rather than by bpf_get_stackid(BPF_F_USER_STACK), whose two
+ * user-memory reads per frame were most of the programs' cost (bpf/README.md,
+ * Cost): frames lie close together, so one read of up to CHUNK bytes takes
+ * several of them. The hash also gives every distinct stack its own entry,
+ * where the stack map's 16384 buckets dropped a stack whose bucket was taken,
+ * and the walk stops at a null frame pointer instead of faulting on it. */
+static __always_inline __u64 user_stack(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 fp, hash, base = 0, end = 0, off, len;
+	struct frame *frame;
+	struct pt_regs *regs;
+	struct walk *w;
+	__u32 zero = 0, i;
+	long err;
+
+	if (!task->mm)
+		return 0;
+	w = bpf_map_lookup_elem(&walks, &zero);
+	if (!w)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	w->st.ips[0] = regs->ip;
+	fp = regs->bp;
+	hash = 0xcbf29ce484222325ULL ^ regs->ip;
+	for (i = 1; i < MAX_STACK_DEPTH; i++) {
+		if (!fp)
+			break;
+		/* Frames are near each other: one read takes several, up to the
+		 * end of fp's page (a read that a frame's own read would not
+		 * fault on). */
+		if (fp < base || fp + sizeof(*frame) > end) {
+			len = ((fp | 4095) + 1) - fp;
+			if (len > CHUNK)
+				len = CHUNK;
+			if (len < sizeof(*frame))
+				len = sizeof(*frame);
+			if (bpf_probe_read_user(w->chunk, len, (void *)fp))
+				break;
+			base = fp;
+			end = fp + len;
+		}
+		off = fp - base;
+		if (off > CHUNK - sizeof(*frame))
+			break;
+		frame = (struct frame *)(w->chunk + off);
+		if (!frame->ret)
+			break;
+		w->st.ips[i] = frame->ret;
+		hash = (hash ^ frame->ret) * 0x100000001b3ULL;
+		/* Frames are at rising addresses toward the root: anything else is
+		 * not a frame pointer (glibc's code keeps none). */
+		if (frame->next <= fp) {
+			i++;
+			break;
+		}
+		fp = frame->next;
+	}
+	w->st.nr = i;
+	hash = (hash ^ i) * 0x100000001b3ULL;
+	hash |= 1; /* 0 is no stack */
+	if (w->known[hash % KNOWN] == hash)
+		return hash;
+	if (!bpf_map_lookup_elem(&user_stacks, &hash)) {
+		err = bpf_map_update_elem(&user_stacks, &hash, &w->st, BPF_NOEXIST);
+		if (err && err != -EEXIST) { /* the map is full */
+			__sync_fetch_and_add(&stack_errors, 1);
+			return hash;
+		}
+	}
+	w->known[hash % KNOWN] = hash;
+	return hash;
+}
+
 /* prev is current: its stacks are taken here, while it goes off CPU. */
 static __always_inline void switch_out(unsigned long long *ctx, bool preempt,
-				       struct task_struct *prev, __u32 tid)
+				       struct task_struct *prev)
 {
-	struct start s = {};
+	struct thread *t;
 	long state;
 
-	state = has_prev_state_arg ? (long)ctx[3] : task_state(prev);
-	s.state = preempt || state == TASK_RUNNING ? STATE_PREEMPTED : (__u32)state & 0xff;
-	s.ts = bpf_ktime_get_ns();
-	/* Also before the window: a wait that began then ends in it. */
-	s.user_stack_id = stack_id(ctx, BPF_F_USER_STACK);
-	s.kern_stack_id = kernel_stacks ? stack_id(ctx, 0) : -EFAULT;
-	if (bpf_map_update_elem(&starts, &tid, &s, BPF_ANY))
+	t = bpf_task_storage_get(&threads, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t) {
 		count_lost();
+		return;
+	}
+	state = has_prev_state_arg ? (long)ctx[3] : task_state(prev);
+	t->state = preempt || state == TASK_RUNNING ? STATE_PREEMPTED : (__u32)state & 0xff;
+	/* Also before the window: a wait that began then ends in it. */
+	t->user_stack = user_stack();
+	t->kern_stack_id = kernel_stacks ? kernel_stack_id(ctx) : -EFAULT;
 	/* A waker seen before this switch-out woke an earlier wait. */
-	bpf_map_delete_elem(&wakers, &tid);
+	t->waker.tid = 0;
+	t->ts = bpf_ktime_get_ns();
 }
 
 static __always_inline void switch_in(struct task_struct *next, __u32 tgid, __u32 tid)
 {
 	struct offwake_key key = {};
 	struct offwake_val *val;
-	struct start *s;
+	struct thread *t;
 	struct waker *w;
 	__u64 delta;
 	long err;
 
-	s = bpf_map_lookup_elem(&starts, &tid);
-	if (!s || !s->ts)
+	t = bpf_task_storage_get(&threads, next, NULL, 0);
+	if (!t || !t->ts)
 		return;
-	delta = window_delta(s->ts, bpf_ktime_get_ns());
+	delta = window_delta(t->ts, bpf_ktime_get_ns());
+	t->ts = 0;
+	if (!enabled || !delta)
+		return;
 	key.tgid = tgid;
 	key.tid = tid;
-	key.user_stack_id = s->user_stack_id;
-	key.kern_stack_id = s->kern_stack_id;
-	key.state = s->state;
-	s->ts = 0;
-	key.waker_user_stack_id = key.waker_kern_stack_id = -EFAULT;
-	w = bpf_map_lookup_elem(&wakers, &tid);
+	key.user_stack = t->user_stack;
+	key.kern_stack_id = t->kern_stack_id;
+	key.state = t->state;
+	key.waker_kern_stack_id = -EFAULT;
+	w = t->waker.tid && key.state != STATE_PREEMPTED ? &t->waker : NULL;
 	if (w) {
-		if (key.state != STATE_PREEMPTED) {
-			key.waker_tgid = w->tgid;
-			key.waker_tid = w->tid;
-			key.waker_user_stack_id = w->user_stack_id;
-			key.waker_kern_stack_id = w->kern_stack_id;
-			key.waker_flags = w->flags;
-		}
+		key.waker_tgid = w->tgid;
+		key.waker_tid = w->tid;
+		key.waker_user_stack = w->user_stack;
+		key.waker_kern_stack_id = w->kern_stack_id;
+		key.waker_flags = w->flags;
 	}
-	if (!enabled || !delta)
-		goto out;
 	val = bpf_map_lookup_elem(&info, &key);
 	if (!val) {
 		struct offwake_val init = { .blocked_ns = delta, .count = 1 };
@@ -204,20 +312,17 @@ static __always_inline void switch_in(struct task_struct *next, __u32 tgid, __u3
 			__builtin_memcpy(init.waker_comm, w->comm, sizeof(init.waker_comm));
 		err = bpf_map_update_elem(&info, &key, &init, BPF_NOEXIST);
 		if (!err)
-			goto out;
+			return;
 		if (err != -EEXIST) {
 			count_lost();
-			goto out;
+			return;
 		}
 		val = bpf_map_lookup_elem(&info, &key);
 		if (!val)
-			goto out;
+			return;
 	}
 	__sync_fetch_and_add(&val->blocked_ns, delta);
 	__sync_fetch_and_add(&val->count, 1);
-out:
-	if (w)
-		bpf_map_delete_elem(&wakers, &tid);
 }
 
 SEC("tp_btf/sched_switch")
@@ -226,7 +331,7 @@ int BPF_PROG(ow_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__u32 prev_tid = prev->pid, next_tid = next->pid;
 
 	if (prev_tid && is_target(prev->tgid))
-		switch_out(ctx, preempt, prev, prev_tid);
+		switch_out(ctx, preempt, prev);
 	if (next_tid && is_target(next->tgid))
 		switch_in(next, next->tgid, next_tid);
 	return 0;
@@ -238,25 +343,31 @@ int BPF_PROG(ow_switch, bool preempt, struct task_struct *prev, struct task_stru
 SEC("tp_btf/sched_waking")
 int BPF_PROG(ow_waking, struct task_struct *p)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct waker w = {};
-	__u32 tid = p->pid;
+	__u64 id;
+	struct thread *t;
+	struct waker *w;
 
-	if (!tid || !is_target(p->tgid))
+	if (!p->pid || !is_target(p->tgid))
 		return 0;
-	w.tgid = id >> 32;
-	w.tid = id;
+	/* Not created here: a thread never switched out has no blocking to
+	 * attribute a wake-up to. */
+	t = bpf_task_storage_get(&threads, p, NULL, 0);
+	if (!t || !t->ts)
+		return 0;
+	w = &t->waker;
+	id = bpf_get_current_pid_tgid();
+	w->tgid = id >> 32;
 	/* An interrupted task's user stack woke no one: not taken. */
-	if (waker_interrupted(w.tid)) {
-		w.flags = WAKER_INTERRUPT;
-		w.user_stack_id = -EFAULT;
+	if (waker_interrupted((__u32)id)) {
+		w->flags = WAKER_INTERRUPT;
+		w->user_stack = 0;
 	} else {
-		w.user_stack_id = stack_id(ctx, BPF_F_USER_STACK);
+		w->flags = 0;
+		w->user_stack = user_stack();
 	}
-	w.kern_stack_id = kernel_stacks ? stack_id(ctx, 0) : -EFAULT;
-	bpf_get_current_comm(w.comm, sizeof(w.comm));
-	if (bpf_map_update_elem(&wakers, &tid, &w, BPF_ANY))
-		count_lost();
+	w->kern_stack_id = kernel_stacks ? kernel_stack_id(ctx) : -EFAULT;
+	bpf_get_current_comm(w->comm, sizeof(w->comm));
+	w->tid = id;
 	return 0;
 }
 
@@ -271,12 +382,9 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ow_exit)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = pid_tgid;
 
-	if (target_exit(pid_tgid >> 32)) {
-		bpf_map_delete_elem(&starts, &tid);
-		bpf_map_delete_elem(&wakers, &tid);
-	}
+	/* The thread's storage goes with its task_struct. */
+	target_exit(pid_tgid >> 32);
 	return 0;
 }
 

@@ -151,37 +151,29 @@ static void add_entry(const void *key, const void *value, void *arg)
 	e->folded = NULL;
 }
 
-static const char *lost_frame(__s32 id, bool user)
+static const char *lost_frame(__s32 id)
 {
 	if (id == EFAULT_ID)
-		return user ? "[no user stack]" : "[no kernel stack]";
+		return "[no kernel stack]";
 	if (id == EEXIST_ID)
 		return "[stack lost: map collision]";
 	return "[stack lost]";
 }
 
-/* Appends a stack: root first (the blocked side) or leaf first (the waker). */
-static void add_stack(struct strbuf *b, int fd, __s32 id, bool user, bool root_first,
-		      struct syms *syms, const struct ksyms *ksyms, pid_t tgid)
+/* Appends frames (leaf first in ips): root first (the blocked side) or leaf
+ * first (the waker). */
+static void add_frames(struct strbuf *b, const __u64 *ips, int n, bool user, bool root_first,
+		       struct syms *syms, const struct ksyms *ksyms, pid_t tgid)
 {
-	__u64 ips[MAX_STACK_DEPTH] = {};
 	char buf[256];
 	const char *name;
-	int n = 0, first = 0, i, k;
+	int first = 0, i, k;
 
-	if (id < 0 || bpf_map_lookup_elem(fd, &id, ips)) {
-		/* No user stack of a kernel thread is no frame at all. */
-		if (!(user && id == EFAULT_ID))
-			sb_frame(b, lost_frame(id, user));
-		return;
-	}
-	while (n < MAX_STACK_DEPTH && ips[n])
-		n++;
-	/* The kernel stack's innermost frames are our own program and its
-	 * trampoline: left out. */
+	/* The kernel stack's innermost frames are our own program and the
+	 * tracepoint's call into it: left out. */
 	while (!user && first < n && (name = ksyms_name(ksyms, ips[first])) &&
 	       (!strncmp(name, "bpf_prog_", 9) || !strncmp(name, "bpf_trace_run", 13) ||
-		!strncmp(name, "__bpf_trace_", 12)))
+		!strncmp(name, "__bpf_trace_", 12) || !strncmp(name, "__traceiter_", 12)))
 		first++;
 	for (k = 0; k < n - first; k++) {
 		i = root_first ? n - 1 - k : first + k;
@@ -194,6 +186,36 @@ static void add_stack(struct strbuf *b, int fd, __s32 id, bool user, bool root_f
 			sb_frame(b, buf);
 		}
 	}
+}
+
+/* A user stack by its hash (0: none, no frame at all). */
+static void add_user_stack(struct strbuf *b, int fd, __u64 hash, bool root_first,
+			   struct syms *syms, pid_t tgid)
+{
+	struct user_stack st;
+
+	if (!hash)
+		return;
+	if (bpf_map_lookup_elem(fd, &hash, &st) || st.nr > MAX_STACK_DEPTH) {
+		sb_frame(b, "[stack lost]");
+		return;
+	}
+	add_frames(b, st.ips, st.nr, true, root_first, syms, NULL, tgid);
+}
+
+static void add_kernel_stack(struct strbuf *b, int fd, __s32 id, bool root_first,
+			     const struct ksyms *ksyms)
+{
+	__u64 ips[MAX_STACK_DEPTH] = {};
+	int n = 0;
+
+	if (id < 0 || bpf_map_lookup_elem(fd, &id, ips)) {
+		sb_frame(b, lost_frame(id));
+		return;
+	}
+	while (n < MAX_STACK_DEPTH && ips[n])
+		n++;
+	add_frames(b, ips, n, false, root_first, NULL, ksyms, 0);
 }
 
 /* Whether the waker's kernel stack shows it woke from a hardware interrupt (a
@@ -238,7 +260,8 @@ static const char *state_frame(__u32 state, char *buf, size_t len)
 	}
 }
 
-static char *fold(const struct entry *e, int fd, struct syms *syms, const struct ksyms *ksyms)
+static char *fold(const struct entry *e, int fd, int user_fd, struct syms *syms,
+		  const struct ksyms *ksyms)
 {
 	const struct offwake_key *k = &e->key;
 	struct strbuf b = {};
@@ -246,9 +269,9 @@ static char *fold(const struct entry *e, int fd, struct syms *syms, const struct
 
 	sb_frame(&b, e->val.comm[0] ? e->val.comm : "?");
 	sb_frame(&b, state_frame(k->state, buf, sizeof(buf)));
-	add_stack(&b, fd, k->user_stack_id, true, true, syms, ksyms, k->tgid);
+	add_user_stack(&b, user_fd, k->user_stack, true, syms, k->tgid);
 	if (kernel_stacks)
-		add_stack(&b, fd, k->kern_stack_id, false, true, syms, ksyms, k->tgid);
+		add_kernel_stack(&b, fd, k->kern_stack_id, true, ksyms);
 	sb_frame(&b, "--");
 	if (k->state == STATE_PREEMPTED) {
 		sb_frame(&b, "[runnable: no wake-up]");
@@ -259,8 +282,7 @@ static char *fold(const struct entry *e, int fd, struct syms *syms, const struct
 		char irq[TASK_COMM_LEN + 32];
 
 		if (kernel_stacks)
-			add_stack(&b, fd, k->waker_kern_stack_id, false, false, syms, ksyms,
-				  k->waker_tgid);
+			add_kernel_stack(&b, fd, k->waker_kern_stack_id, false, ksyms);
 		/* In an interrupt the user stack is the interrupted task's: left out
 		 * (not taken when the program saw the interrupt). */
 		if (k->waker_flags & WAKER_INTERRUPT ||
@@ -268,8 +290,8 @@ static char *fold(const struct entry *e, int fd, struct syms *syms, const struct
 			snprintf(irq, sizeof(irq), "[interrupt] in %s", comm);
 			sb_frame(&b, irq);
 		} else {
-			add_stack(&b, fd, k->waker_user_stack_id, true, false, syms, ksyms,
-				  k->waker_tgid);
+			add_user_stack(&b, user_fd, k->waker_user_stack, false, syms,
+				       k->waker_tgid);
 			sb_frame(&b, comm);
 		}
 	}
@@ -374,7 +396,7 @@ int main(int argc, char **argv)
 	struct json j;
 	struct env env;
 	size_t i;
-	int err, fd;
+	int err, fd, user_fd;
 
 	argc = take_kernel_stacks(argc, argv);
 	parse_args(argc, argv, "offwake", 0, &env);
@@ -389,6 +411,9 @@ int main(int argc, char **argv)
 		unavailable("cannot open the BPF object: %s", strerror(errno));
 	skel->rodata->has_prev_state_arg = tp_nargs("sched_switch") >= 4;
 	skel->rodata->kernel_stacks = kernel_stacks;
+	/* 16 MiB preallocated for kernel stacks: only when they are taken. */
+	if (!kernel_stacks)
+		bpf_map__set_max_entries(skel->maps.stacks, 1);
 	skel->rodata->preempt_count_from_rq = preempt_count_from_rq();
 	err = offwake_bpf__load(skel);
 	if (err)
@@ -413,10 +438,11 @@ int main(int argc, char **argv)
 
 	ksyms = ksyms_load();
 	fd = bpf_map__fd(skel->maps.stacks);
+	user_fd = bpf_map__fd(skel->maps.user_stacks);
 	for_each_entry(bpf_map__fd(skel->maps.info), sizeof(struct offwake_key),
 		       sizeof(struct offwake_val), add_entry, &r);
 	for (i = 0; i < r.n; i++)
-		r.entries[i].folded = fold(&r.entries[i], fd, c.syms, ksyms);
+		r.entries[i].folded = fold(&r.entries[i], fd, user_fd, c.syms, ksyms);
 
 	json_init(&j, output_file());
 	write_result(&j, &env, skel, &w, &r);

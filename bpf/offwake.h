@@ -7,6 +7,15 @@
 /* Max stack depth walked (perf's default kernel.perf_event_max_stack). */
 #define MAX_STACK_DEPTH 127
 
+/* A user stack as the programs walk it (frame pointers, leaf first: the
+ * user ip, then return addresses), keyed in their map by a 64-bit hash of
+ * its frames. */
+struct user_stack {
+	__u32 nr;
+	__u32 pad;
+	__u64 ips[MAX_STACK_DEPTH];
+};
+
 /* The task state a blocked interval is recorded with: the low bits of
  * prev_state (TASK_INTERRUPTIBLE 1, TASK_UNINTERRUPTIBLE 2, ...), or
  * STATE_PREEMPTED for a task switched out while runnable (no waker then). */
@@ -18,17 +27,18 @@
 
 /* As offwaketime's key: the blocked thread and its stacks at the switch-out,
  * the thread that woke it (waker_tid 0: none seen) and its stacks at
- * sched_waking. A stack id < 0 is the negated error of bpf_get_stackid(), or
- * -EFAULT for a stack not taken (no user stack: a kernel thread or an
- * interrupt; no kernel stack: without kernel_stacks). */
+ * sched_waking. A user stack is its hash in the user stack map, 0 for none
+ * (a kernel thread, an interrupt); a kernel stack id < 0 is the negated error
+ * of bpf_get_stackid(), or -EFAULT for a stack not taken (without
+ * kernel_stacks). */
 struct offwake_key {
+	__u64 user_stack;
+	__u64 waker_user_stack;
 	__u32 tgid;
 	__u32 tid;
 	__u32 waker_tgid;
 	__u32 waker_tid;
-	__s32 user_stack_id;
 	__s32 kern_stack_id;
-	__s32 waker_user_stack_id;
 	__s32 waker_kern_stack_id;
 	__u32 state;
 	__u32 waker_flags;

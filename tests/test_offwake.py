@@ -30,6 +30,10 @@ from harness.probes.kinds.offwake import SEPARATOR, folded_lines, waker_pairs
 pytestmark = pytest.mark.bpf
 __all__ = ["collectors", "fixtures", "reap"]  # the fixtures, shared with the collectors' tests
 THREADS = 3  # the fixture's main thread, pinger, ponger
+# Kernel frames of the collector's own programs and the tracepoint's calls into them.
+TRACING_FRAMES = ("bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_")
+# What a stack the collector could not keep reads as.
+LOST_FRAMES = {"[stack lost: map collision]", "[stack lost]", "[no kernel stack]"}
 
 
 def stackid_calls_by_program(pid: int) -> dict[str, int]:
@@ -63,16 +67,21 @@ def test_offwake_stacks_name_the_waker_and_the_bpf_stats_count_its_runs(
     kernel_stacks: bool,
 ) -> None:
     """User stacks by default, the kernel's too with --kernel-stacks: without it the programs
-    do not even hold the kernel stack calls, and no frame is a kernel one."""
+    do not even hold the kernel stack calls, and no frame is a kernel one. A sched collector
+    on the same target puts a second program on sched_switch, so the tracepoint calls them
+    through its iterator (`__traceiter_sched_switch`), which is left out of the stacks like
+    the programs' own frames."""
     need(tool_problem("bpftool", "bpftool"))
     target = Target(fixtures["pingpong"])
     reap.append(target)
+    beside = Collector("sched", [target.pid], tmp_path / "sched.json")
+    reap.append(beside)
     extra = ["--kernel-stacks"] if kernel_stacks else []
     collector = Collector("offwake", [target.pid], tmp_path / "offwake.json", *extra)
     reap.append(collector)
-    # One user stack call in each of the switch and wake-up programs, one kernel stack more.
+    # The programs walk the user stacks themselves; bpf_get_stackid takes the kernel's.
     calls = stackid_calls_by_program(collector.pid)
-    per_program = 2 if kernel_stacks else 1
+    per_program = 1 if kernel_stacks else 0
     assert calls == {"ow_switch": per_program, "ow_waking": per_program, "ow_fork": 0, "ow_exit": 0}
     watch = BpfStatsWatch({"offwake": [collector.pid]})
     try:
@@ -99,25 +108,37 @@ def test_offwake_stacks_name_the_waker_and_the_bpf_stats_count_its_runs(
 
     # Each thread is woken by the other, in futex_wake, while it waits in futex_wait: the
     # fixture's own function (`play`) and glibc's `syscall` at the top of both user stacks.
+    # (Messages are the whole folded line: pytest cuts a list's repr at 240 characters.)
     pairs = waker_pairs(stacks)
     counts: Counter[tuple[str, str]] = Counter()
+    lost_entries = 0
     for entry in result["stacks"]:
-        frames = entry["folded"].split(";")
-        assert SEPARATOR in frames, frames
+        folded = entry["folded"]
+        frames = folded.split(";")
+        assert SEPARATOR in frames, folded
         assert any(f.endswith("_[k]") for f in frames) is kernel_stacks or not kernel_stacks
         if not kernel_stacks:
             assert not any(f.endswith("_[k]") or f == "[no kernel stack]" for f in frames)
+        assert not any(f.startswith(TRACING_FRAMES) for f in frames), folded
         counts[(frames[0], frames[-1])] += entry["count"]
         if (frames[0], frames[-1]) in (("pinger", "ponger"), ("ponger", "pinger")):
             split = frames.index(SEPARATOR)
             blocked, waker = frames[2:split], frames[split + 1 : -1]
-            assert frames[1] == "[S sleeping]", frames
-            assert "play" in blocked and "play" in waker, frames
-            if kernel_stacks:
-                assert any(f.startswith("futex_wait") for f in blocked), frames
-                assert any(f.startswith("futex_wake") for f in waker), frames
+            assert frames[1] == "[S sleeping]", folded
+            assert "play" in blocked and "play" in waker, folded
+            if any(f in LOST_FRAMES for f in blocked + waker):
+                # A stack the map could not hold (a kernel stack whose bucket in the stack
+                # map held another one, the CI failure's cause): counted below.
+                lost_entries += 1
+            elif kernel_stacks:
+                # Innermost kernel frames: where the thread slept and where it woke the other.
+                assert blocked[-1] == "__schedule_[k]", folded
+                assert any(f.startswith("futex_wait") for f in blocked), folded
+                assert waker[0] == "try_to_wake_up_[k]", folded
+                assert any(f.startswith("futex_wake") for f in waker), folded
             else:
-                assert blocked[-1] == waker[0] == "syscall", frames
+                assert blocked[-1] == waker[0] == "syscall", folded
+    assert lost_entries <= totals["lost_stacks"], (lost_entries, lost)
     for wakee, waker, truth in (
         ("ponger", "pinger", pinger_woke),
         ("pinger", "ponger", ponger_woke),
