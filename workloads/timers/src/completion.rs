@@ -1,6 +1,16 @@
 //! How a waiting request learns its outcome.
 //!
-//! Each load task owns one [`Completion`] and reuses it for every request it issues (it
+//! A request whose only resolvers are the router and its own caller (`none`,
+//! `tokio-timeout`, `deadline-tracker`) gets a oneshot channel of its own, as in the scylla
+//! driver (`ResponseHandler::response_sender`, scylla 1.9.0 `src/network/connection.rs`):
+//! the router's [`Reply::Oneshot`] sends the outcome to the caller's [`Answer`]. A caller
+//! that times out closes its receiver ([`Answer::close`]): an outcome sent before that is
+//! still received, and a later send fails, so exactly one of the two wins and the router
+//! counts its lost answer as late.
+//!
+//! A request that a thread-based engine times out has a third resolver, the engine's expiry
+//! thread, and goes through a [`Completion`] ([`Reply::Cell`]) instead. Each load task owns
+//! one [`Completion`] and reuses it for every request it issues (it
 //! has one request in flight at a time), so completing a request allocates nothing: the
 //! task arms the cell with the id of its next request ([`Completion::arm`]) before handing
 //! the request to the connection's router, and the router's handler map holds a clone of
@@ -20,10 +30,12 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use timer_engines::TimerHandle;
+use tokio::sync::oneshot;
 
 use crate::handler_map::RequestId;
 
@@ -52,6 +64,63 @@ pub enum Outcome {
     Error(ErrorKind),
     /// Still unanswered when the drain gave up; the run fails.
     Abandoned,
+}
+
+/// Where the router delivers a request's outcome.
+pub enum Reply {
+    /// The sending half of the request's own channel (the driver's `response_sender`).
+    Oneshot(oneshot::Sender<Outcome>),
+    /// The load task's reusable cell, which an engine's expiry thread may resolve too.
+    Cell(Arc<Completion>),
+}
+
+impl Reply {
+    /// A oneshot channel for request `id`: the router's end and the caller's.
+    pub fn oneshot(id: RequestId) -> (Reply, Answer) {
+        let (tx, rx) = oneshot::channel();
+        (Reply::Oneshot(tx), Answer { id, rx })
+    }
+
+    /// Delivers `outcome` as the end of request `id` unless something else ended it first;
+    /// returns whether this call won.
+    pub fn resolve(self, id: RequestId, outcome: Outcome) -> bool {
+        match self {
+            Reply::Oneshot(tx) => tx.send(outcome).is_ok(),
+            Reply::Cell(completion) => completion.resolve(id, outcome),
+        }
+    }
+}
+
+/// The caller's end of a request's oneshot channel: a future of its outcome.
+pub struct Answer {
+    id: RequestId,
+    rx: oneshot::Receiver<Outcome>,
+}
+
+impl Answer {
+    /// The request's id.
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+
+    /// Gives up waiting (the caller's timeout): returns the outcome if the router sent it
+    /// first, else `None`, and then the router's send fails. Not to be awaited afterwards.
+    pub fn close(&mut self) -> Option<Outcome> {
+        self.rx.close();
+        self.rx.try_recv().ok()
+    }
+}
+
+impl Future for Answer {
+    type Output = Outcome;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
+        let id = self.id;
+        // Every path that drops a request's reply resolves it first (see `router`).
+        Pin::new(&mut self.rx)
+            .poll(cx)
+            .map(|sent| sent.unwrap_or_else(|_| panic!("request {id:?} was dropped unresolved")))
+    }
 }
 
 #[derive(Default)]
@@ -181,7 +250,38 @@ impl Future for Wait<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Barrier};
+    use std::sync::Barrier;
+
+    /// The router's send and the caller's close race: exactly one wins, and the caller
+    /// sees the router's outcome exactly when the router won.
+    #[test]
+    fn a_oneshot_answer_and_its_close_resolve_exactly_once() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        for raw in 0..2000 {
+            let id = RequestId::from_raw(raw);
+            let (reply, mut answer) = Reply::oneshot(id);
+            let start = Arc::new(Barrier::new(2));
+            let router = {
+                let start = Arc::clone(&start);
+                std::thread::spawn(move || {
+                    start.wait();
+                    reply.resolve(id, Outcome::Ok)
+                })
+            };
+            start.wait();
+            let answered = answer.close();
+            let router_won = router.join().unwrap();
+            assert_eq!(answered.is_some(), router_won, "request {raw}");
+            if router_won {
+                assert_eq!(answered, Some(Outcome::Ok));
+            }
+        }
+        let (reply, answer) = Reply::oneshot(RequestId::from_raw(1));
+        assert!(reply.resolve(RequestId::from_raw(1), Outcome::Timeout));
+        assert_eq!(runtime.block_on(answer), Outcome::Timeout);
+    }
 
     #[tokio::test]
     async fn resolution_wakes_the_waiter() {

@@ -1,12 +1,15 @@
 //! One client connection, organised like the scylla driver's: callers hold a [`Connection`]
 //! handle, and the connection's state belongs to its [`router`](crate::router) task.
 //!
-//! - A caller numbers its request from the connection's counter, arms its [`Completion`]
-//!   with that id and puts the request (its completion, deadline if any, and whether it
-//!   is measured) on the connection's queue, bounded at [`QUEUE_CAPACITY`] as the driver's
-//!   (`mpsc::channel(1024)`): a caller waits for room. The router allocates its stream id,
-//!   writes it, and resolves it when the answer comes (or, for `deadline-tracker`, when its
-//!   tracked deadline passes). No caller ever locks connection state.
+//! - A caller numbers its request from the connection's counter and puts it (where its
+//!   outcome goes, its deadline if any, and whether it is measured) on the connection's
+//!   queue, bounded at [`QUEUE_CAPACITY`] as the driver's (`mpsc::channel(1024)`): a caller
+//!   waits for room. The outcome goes through a oneshot channel of the request's own, as
+//!   in the driver ([`Connection::request`]), or, for a request an engine's expiry thread
+//!   may also time out, to the caller's armed [`Completion`] ([`Connection::issue`]). The
+//!   router allocates its stream id, writes it, and resolves it when the answer comes (or,
+//!   for `deadline-tracker`, when its tracked deadline passes). No caller ever locks
+//!   connection state.
 //! - A request that ends without its answer on the caller's side (a tokio timeout, or an
 //!   engine's expiry thread) is resolved there first, and only if that resolution wins is
 //!   the router told, through a second channel, to orphan its stream; the late answer frees
@@ -28,7 +31,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Notify};
 
 use crate::armable_timer::ArmableTimer;
-use crate::completion::{Completion, ErrorKind, Outcome};
+use crate::completion::{Answer, Completion, ErrorKind, Outcome, Reply};
 use crate::deadline_tracker::DeadlineTracker;
 use crate::handler_map::{Handler, HandlerMap, RequestId};
 use crate::params::Mode;
@@ -152,29 +155,57 @@ impl Connection {
         self.index
     }
 
-    fn new_task(
+    /// Numbers a new request and logs it.
+    fn next_id(&self, deadline: Option<Instant>, measured: bool) -> RequestId {
+        let id = RequestId::from_raw(self.next_id.fetch_add(1, Ordering::Relaxed));
+        self.resolver.issued(id, deadline, measured);
+        id
+    }
+
+    /// A request whose outcome goes through a oneshot channel of its own; the caller's end.
+    fn new_oneshot_task(
         &self,
-        completion: &Arc<Completion>,
         deadline: Option<Instant>,
         measured: bool,
         body: Body,
-    ) -> Task {
-        let id = RequestId::from_raw(self.next_id.fetch_add(1, Ordering::Relaxed));
-        completion.arm(id);
-        self.resolver.issued(id, deadline, measured);
-        Task {
-            handler: Handler {
-                id,
-                completion: Arc::clone(completion),
-                deadline,
-                measured,
-            },
-            body,
+    ) -> (Task, Answer) {
+        let id = self.next_id(deadline, measured);
+        let (reply, answer) = Reply::oneshot(id);
+        let handler = Handler {
+            id,
+            reply,
+            deadline,
+            measured,
+        };
+        (Task { handler, body }, answer)
+    }
+
+    /// Sends a request for `key` whose outcome comes through a oneshot channel of its own,
+    /// as in the driver (for requests that only the router and their caller resolve); the
+    /// caller times it out with [`Connection::time_out_answer`].
+    pub async fn request(&self, deadline: Option<Instant>, key: u64, measured: bool) -> Answer {
+        let (task, answer) = self.new_oneshot_task(deadline, measured, Body::Data { key });
+        self.send(task).await;
+        answer
+    }
+
+    /// Times the request of `answer` out from the caller's side, as the driver's dropped
+    /// request future does: closes the channel and, if the router had not sent the outcome
+    /// yet, tells the router to orphan the stream and returns `None` (the request timed
+    /// out); otherwise returns the router's outcome.
+    pub fn time_out_answer(&self, answer: &mut Answer) -> Option<Outcome> {
+        let sent = answer.close();
+        if sent.is_none() {
+            self.resolver.resolved(answer.id(), Outcome::Timeout);
+            // A router that has stopped has forgotten the request already.
+            let _ = self.notices.send(Notice::Orphan(answer.id()));
         }
+        sent
     }
 
     /// Numbers a request for `key` and arms `completion` with its id, without sending it
-    /// yet; its outcome will be delivered to `completion`.
+    /// yet; its outcome will be delivered to `completion`, which an engine's expiry thread
+    /// may also resolve ([`Connection::time_out`]).
     pub fn prepare(
         &self,
         completion: &Arc<Completion>,
@@ -182,20 +213,31 @@ impl Connection {
         key: u64,
         measured: bool,
     ) -> Task {
-        self.new_task(completion, deadline, measured, Body::Data { key })
+        let id = self.next_id(deadline, measured);
+        completion.arm(id);
+        let handler = Handler {
+            id,
+            reply: Reply::Cell(Arc::clone(completion)),
+            deadline,
+            measured,
+        };
+        Task {
+            handler,
+            body: Body::Data { key },
+        }
     }
 
     /// Hands a prepared request to the router, once its queue has room.
     pub async fn send(&self, task: Task) {
         // The router has stopped: nothing else will ever resolve the request.
         if let Err(mpsc::error::SendError(task)) = self.tasks.send(task).await {
+            let Handler { id, reply, .. } = task.handler;
             let outcome = Outcome::Error(ErrorKind::ConnectionClosed);
-            self.resolver
-                .resolve(&task.handler.completion, task.handler.id, outcome);
+            self.resolver.resolve(reply, id, outcome);
         }
     }
 
-    /// Prepares and sends a request; returns its id to wait for.
+    /// Prepares and sends a request waited for on `completion`; returns its id.
     pub async fn issue(
         &self,
         completion: &Arc<Completion>,
@@ -209,11 +251,11 @@ impl Connection {
         id
     }
 
-    /// Times request `id` out from the caller's side (or an engine's expiry thread):
-    /// resolves it with [`Outcome::Timeout`] unless it has been resolved already, and if
-    /// so tells the router to orphan its stream. Returns whether this timed it out.
+    /// Times request `id` of `completion` out (an engine's expiry thread): resolves it with
+    /// [`Outcome::Timeout`] unless it has been resolved already, and if so tells the router
+    /// to orphan its stream. Returns whether this timed it out.
     pub fn time_out(&self, completion: &Completion, id: RequestId) -> bool {
-        if !self.resolver.resolve(completion, id, Outcome::Timeout) {
+        if !self.resolver.resolve_cell(completion, id, Outcome::Timeout) {
             return false;
         }
         // A router that has stopped has forgotten the request already.
@@ -258,23 +300,22 @@ impl Connection {
 
     /// Asks the server for this connection's counters.
     pub async fn query_stats(&self) -> Result<ServerStats, String> {
-        let completion = Arc::new(Completion::new());
-        let task = self.new_task(&completion, None, false, Body::Stats);
-        let id = task.id();
+        let (task, mut answer) = self.new_oneshot_task(None, false, Body::Stats);
         self.send(task).await;
-        match tokio::time::timeout(STATS_TIMEOUT, completion.wait(id)).await {
-            Ok(Outcome::Ok) => Ok(self.published.server_stats()),
-            Ok(other) => Err(format!(
+        let outcome = match tokio::time::timeout(STATS_TIMEOUT, &mut answer).await {
+            Ok(outcome) => Some(outcome),
+            Err(_elapsed) => self.time_out_answer(&mut answer),
+        };
+        match outcome {
+            Some(Outcome::Ok) => Ok(self.published.server_stats()),
+            Some(other) => Err(format!(
                 "connection {}: STATS request ended with {other:?}",
                 self.index
             )),
-            Err(_) => {
-                self.time_out(&completion, id);
-                Err(format!(
-                    "connection {}: no STATS answer within {STATS_TIMEOUT:?}",
-                    self.index
-                ))
-            }
+            None => Err(format!(
+                "connection {}: no STATS answer within {STATS_TIMEOUT:?}",
+                self.index
+            )),
         }
     }
 }

@@ -14,7 +14,7 @@
 //! driver's `request_to_stream` does.
 //!
 //! Taking a live handler out of the map does not by itself decide the request's outcome:
-//! the router then resolves its [`Completion`], where the first resolution wins. A request
+//! the router then resolves its [`Reply`], where the first resolution wins. A request
 //! whose caller timed it out before the router allocated its stream stays live until its
 //! answer, which then loses to the timeout and counts as late.
 //!
@@ -23,10 +23,9 @@
 //! handler leaves the map.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::completion::Completion;
+use crate::completion::Reply;
 use crate::deadline_tracker::DeadlineTracker;
 
 /// Stream ids a connection hands out at most: the driver's 15-bit ids
@@ -57,7 +56,8 @@ impl RequestId {
 /// A live request's handler.
 pub struct Handler {
     pub id: RequestId,
-    pub completion: Arc<Completion>,
+    /// Where its outcome goes.
+    pub reply: Reply,
     /// When the request times out (`None` without a client-side timeout).
     pub deadline: Option<Instant>,
     /// Issued inside the measured window.
@@ -272,6 +272,8 @@ fn untrack(tracker: Option<&mut DeadlineTracker>, handler: &Handler) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::completion::Completion;
+    use std::sync::Arc;
 
     fn map() -> HandlerMap {
         HandlerMap::new(None)
@@ -280,7 +282,7 @@ mod tests {
     fn handler(raw: u64, measured: bool) -> Handler {
         Handler {
             id: RequestId::from_raw(raw),
-            completion: Arc::new(Completion::new()),
+            reply: Reply::Cell(Arc::new(Completion::new())),
             deadline: None,
             measured,
         }

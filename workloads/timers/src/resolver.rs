@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::completion::{Completion, Outcome};
+use crate::completion::{Completion, Outcome, Reply};
 use crate::handler_map::RequestId;
 use crate::resolution_log::{Event, ResolutionLog};
 
@@ -34,12 +34,32 @@ impl Resolver {
         }
     }
 
-    /// Ends request `id` of `completion` with `outcome` unless it has ended already; returns
+    /// Ends request `id` with `outcome` through `reply` unless it has ended already; returns
     /// whether this call ended it.
-    pub(crate) fn resolve(&self, completion: &Completion, id: RequestId, outcome: Outcome) -> bool {
-        if !completion.resolve(id, outcome) {
-            return false;
+    pub(crate) fn resolve(&self, reply: Reply, id: RequestId, outcome: Outcome) -> bool {
+        let won = reply.resolve(id, outcome);
+        if won {
+            self.resolved(id, outcome);
         }
+        won
+    }
+
+    /// [`Resolver::resolve`] for a request that waits on `completion`.
+    pub(crate) fn resolve_cell(
+        &self,
+        completion: &Completion,
+        id: RequestId,
+        outcome: Outcome,
+    ) -> bool {
+        let won = completion.resolve(id, outcome);
+        if won {
+            self.resolved(id, outcome);
+        }
+        won
+    }
+
+    /// Logs that request `id` ended with `outcome`; only its winning resolver calls this.
+    pub(crate) fn resolved(&self, id: RequestId, outcome: Outcome) {
         if let Some(log) = &self.log {
             log.record(Event::Resolved {
                 conn: self.conn,
@@ -48,6 +68,5 @@ impl Resolver {
                 at: Instant::now(),
             });
         }
-        true
     }
 }

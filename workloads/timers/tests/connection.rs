@@ -1,6 +1,7 @@
 //! One connection against a scripted server that answers only when told: a caller's
 //! timeout reaches the router as an orphan notice, a late answer frees the orphaned
-//! stream, an answer and a timeout racing end each request exactly once, a failing
+//! stream, an answer and a timeout racing end each request exactly once (on the caller's
+//! completion cell and on a request's own oneshot channel), a failing
 //! connection fails every request once, callers wait while the router's queue is full, and
 //! too many old orphans break the connection, as in the scylla driver.
 
@@ -248,6 +249,48 @@ fn timeouts_racing_answers_resolve_each_request_once() {
         let verified = log.verify().unwrap();
         assert_eq!(verified.measured, REQUESTS);
         assert_eq!(verified.measured_count(Outcome::Timeout), timeouts);
+        eprintln!("{timeouts} of {REQUESTS} requests timed out");
+    }));
+}
+
+/// The driver's completions: each request's own oneshot channel. The caller times each
+/// request out while the server answers it: whichever wins, the request resolves once, the
+/// router counts every answer that lost as late, and no stream is left behind.
+#[test]
+fn oneshot_timeouts_racing_answers_resolve_each_request_once() {
+    const REQUESTS: usize = 2000;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(guarded(async {
+        let Setup {
+            conn,
+            mut peer,
+            log,
+            ..
+        } = setup().await;
+        let mut timeouts = 0;
+        for key in 0..REQUESTS as u64 {
+            let mut answer = conn.request(Some(Instant::now()), key, true).await;
+            let stream = peer.next_request().await;
+            peer.answer(stream).await;
+            // Let the router's send and this timeout race, now one ahead, now the other.
+            for _ in 0..key % 3 {
+                tokio::task::yield_now().await;
+            }
+            match conn.time_out_answer(&mut answer) {
+                None => timeouts += 1,
+                Some(outcome) => assert_eq!(outcome, Outcome::Ok),
+            }
+        }
+        until(|| conn.is_idle()).await;
+        assert_eq!(conn.late_responses(), timeouts as u64, "late answers");
+        let verified = log.verify().unwrap();
+        assert_eq!(verified.measured, REQUESTS);
+        assert_eq!(verified.measured_count(Outcome::Timeout), timeouts);
+        assert_eq!(verified.measured_count(Outcome::Ok), REQUESTS - timeouts);
         eprintln!("{timeouts} of {REQUESTS} requests timed out");
     }));
 }

@@ -92,7 +92,7 @@ impl Drop for MapGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::completion::Completion;
+    use crate::completion::{Completion, Reply};
     use crate::handler_map::{Handler, RequestId};
 
     fn router_map() -> RouterMap {
@@ -107,7 +107,7 @@ mod tests {
         scope::run_as(map.key(), async {
             let handler = Handler {
                 id: RequestId::from_raw(1),
-                completion: Arc::new(Completion::new()),
+                reply: Reply::Cell(Arc::new(Completion::new())),
                 deadline: None,
                 measured: true,
             };

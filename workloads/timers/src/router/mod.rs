@@ -147,6 +147,6 @@ async fn close(map: &RouterMap, tasks: &mut mpsc::Receiver<Task>, resolver: &Res
     }
     let outcome = Outcome::Error(ErrorKind::ConnectionClosed);
     for handler in handlers {
-        resolver.resolve(&handler.completion, handler.id, outcome);
+        resolver.resolve(handler.reply, handler.id, outcome);
     }
 }

@@ -47,7 +47,7 @@ pub(super) async fn orphaner(
                     Notice::AbandonAll => {
                         map.orphan_all(&mut abandoned);
                         for handler in abandoned.drain(..) {
-                            resolver.resolve(&handler.completion, handler.id, Outcome::Abandoned);
+                            resolver.resolve(handler.reply, handler.id, Outcome::Abandoned);
                         }
                     }
                 }

@@ -71,7 +71,7 @@ fn on_answer(map: &mut MapGuard<'_>, frame: Frame<'_>, resolver: &Resolver) -> R
     match map.take_answered(frame.header.stream) {
         Ok(Some(handler)) => {
             // Lost: a timeout resolved it first and its orphan notice is still on the way.
-            if !resolver.resolve(&handler.completion, handler.id, outcome) {
+            if !resolver.resolve(handler.reply, handler.id, outcome) {
                 map.count_late_answer(handler.measured);
             }
             Ok(())

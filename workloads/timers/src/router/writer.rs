@@ -110,7 +110,7 @@ fn route(
         }
         Err(handler) => {
             let outcome = Outcome::Error(ErrorKind::StreamsExhausted);
-            resolver.resolve(&handler.completion, handler.id, outcome);
+            resolver.resolve(handler.reply, handler.id, outcome);
             false
         }
     }

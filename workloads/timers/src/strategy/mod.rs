@@ -19,9 +19,8 @@ pub mod tokio_timeout;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::completion::{Completion, Outcome};
+use crate::completion::{Answer, Completion, Outcome};
 use crate::connection::Connection;
-use crate::handler_map::RequestId;
 use crate::metrics::TimerCounts;
 use crate::params::Params;
 
@@ -146,14 +145,12 @@ impl Request {
     async fn issue_with_timeout(
         &self,
         conn: &Connection,
-        completion: &Arc<Completion>,
         timeout: Duration,
         counts: &mut TimerCounts,
-    ) -> RequestId {
+    ) -> Answer {
         let deadline = Some(self.sent_at + timeout);
         counts.registered += 1;
-        conn.issue(completion, deadline, self.key, self.measured)
-            .await
+        conn.request(deadline, self.key, self.measured).await
     }
 }
 
@@ -194,12 +191,12 @@ impl Timer {
         counts: &mut TimerCounts,
     ) -> Outcome {
         match self {
-            Timer::None => no_timeout::execute(conn, completion, request).await,
+            Timer::None => no_timeout::execute(conn, request).await,
             Timer::Tokio { timeout } => {
-                tokio_timeout::execute(conn, completion, request, *timeout, counts).await
+                tokio_timeout::execute(conn, request, *timeout, counts).await
             }
             Timer::Router { timeout } => {
-                router_deadlines::execute(conn, completion, request, *timeout, counts).await
+                router_deadlines::execute(conn, request, *timeout, counts).await
             }
             Timer::Engine(engine) => engine.execute(conn, completion, request, counts).await,
         }

@@ -7,11 +7,10 @@
 //! router task: no caller touches the tracker or the timer.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::armable_timer::ArmableTimer;
-use crate::completion::{Completion, Outcome};
+use crate::completion::Outcome;
 use crate::connection::Connection;
 use crate::metrics::TimerCounts;
 use crate::resolver::Resolver;
@@ -21,15 +20,12 @@ use crate::strategy::Request;
 /// Issues `request` with its deadline tracked by the router, and waits for the outcome.
 pub async fn execute(
     conn: &Connection,
-    completion: &Arc<Completion>,
     request: Request,
     timeout: Duration,
     counts: &mut TimerCounts,
 ) -> Outcome {
-    let id = request
-        .issue_with_timeout(conn, completion, timeout, counts)
-        .await;
-    let outcome = completion.wait(id).await;
+    let answer = request.issue_with_timeout(conn, timeout, counts).await;
+    let outcome = answer.await;
     match outcome {
         Outcome::Timeout => counts.fired += 1,
         _ => counts.cancelled += 1,
@@ -52,7 +48,7 @@ pub(crate) async fn timeouter(
         let mut map = map.lock();
         map.expire_due(Instant::now(), &mut ids, &mut expired);
         for handler in expired.drain(..) {
-            resolver.resolve(&handler.completion, handler.id, Outcome::Timeout);
+            resolver.resolve(handler.reply, handler.id, Outcome::Timeout);
         }
         map.published().rearmed(timer.rearms());
     }

@@ -9,10 +9,9 @@
 //! the current tokio with its unstable per-worker alt timer, or tokio 1.37 (the
 //! `timers-bench-legacy` binary).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::completion::{Completion, Outcome};
+use crate::completion::Outcome;
 use crate::connection::Connection;
 use crate::metrics::TimerCounts;
 use crate::strategy::Request;
@@ -20,27 +19,21 @@ use crate::strategy::Request;
 /// Issues `request` and waits for its answer for at most `timeout`.
 pub async fn execute(
     conn: &Connection,
-    completion: &Arc<Completion>,
     request: Request,
     timeout: Duration,
     counts: &mut TimerCounts,
 ) -> Outcome {
-    let id = request
-        .issue_with_timeout(conn, completion, timeout, counts)
-        .await;
-    match tokio::time::timeout(timeout, completion.wait(id)).await {
+    let mut answer = request.issue_with_timeout(conn, timeout, counts).await;
+    match tokio::time::timeout(timeout, &mut answer).await {
         Ok(outcome) => {
             counts.cancelled += 1;
             outcome
         }
-        Err(_elapsed) => {
-            // The first resolution wins: this timeout, or an answer that got in first (the
-            // wait then returns at once with that outcome).
-            if conn.time_out(completion, id) {
-                counts.fired += 1;
-            }
-            completion.wait(id).await
-        }
+        // The first resolution wins: this timeout, or an answer sent just before it.
+        Err(_elapsed) => conn.time_out_answer(&mut answer).unwrap_or_else(|| {
+            counts.fired += 1;
+            Outcome::Timeout
+        }),
     }
 }
 
