@@ -8,7 +8,7 @@ import json
 import math
 import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -203,12 +203,12 @@ class Description:
             ) from err
 
 
-def describe(suite: Suite) -> Description:
-    """Run `<bin> describe` and check its output against the contract."""
-    command = f"`{suite.binary} describe`"
+def run_binary(suite: Suite, args: Sequence[str], command: str) -> subprocess.CompletedProcess[str]:
+    """`<bin> ARGS` in the suite's folder, its output captured as text; DescribeError naming
+    `command` when it cannot start or does not finish in DESCRIBE_TIMEOUT_S."""
     try:
-        done = subprocess.run(
-            [str(suite.binary), "describe"],
+        return subprocess.run(
+            [str(suite.binary), *args],
             cwd=suite.folder,
             capture_output=True,
             text=True,
@@ -219,6 +219,12 @@ def describe(suite: Suite) -> Description:
         raise DescribeError(f"{command} did not finish in {DESCRIBE_TIMEOUT_S} s") from err
     except OSError as err:
         raise DescribeError(f"{command} could not start: {err.strerror}") from err
+
+
+def describe(suite: Suite) -> Description:
+    """Run `<bin> describe` and check its output against the contract."""
+    command = f"`{suite.binary} describe`"
+    done = run_binary(suite, ["describe"], command)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message on stderr"])[-1]
         raise DescribeError(f"{command} exited with code {done.returncode}: {last}")

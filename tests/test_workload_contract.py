@@ -36,6 +36,7 @@ from harness.describe import (
     Description,
     ParamSpec,
     parse_description,
+    run_binary,
 )
 from harness.paths import REPO_ROOT, suites_path
 from harness.run import scratch
@@ -115,14 +116,7 @@ def scratch_file(suite: Suite, doc: dict[str, Any], folder: Path) -> Path:
 
 def describe_doc(suite: Suite, documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
     if suite.name not in documents:
-        done = subprocess.run(
-            [str(suite.binary), "describe"],
-            cwd=suite.folder,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE_S,
-            check=False,
-        )
+        done = run_binary(suite, ["describe"], "describe")
         assert done.returncode == 0, done.stderr
         documents[suite.name] = json.loads(done.stdout)
     return documents[suite.name]
@@ -456,8 +450,20 @@ def out_of_range(spec: ParamSpec) -> list[str]:
     return values
 
 
-def bad_inputs(kind: str, description: Description) -> list[tuple[list[str], str, list[str]]]:
-    """(arguments, the bad input, the valid choices the message must name) for one kind."""
+BAD_INPUT_KINDS = [
+    "unknown strategy",
+    "unknown scenario",
+    "unknown parameter",
+    "bad value",
+    "out of range",
+]
+
+
+def bad_inputs(
+    kind: str, suite: Suite, description: Description
+) -> list[tuple[list[str], str, list[str]]]:
+    """(arguments, the bad input, the valid choices the message must name) for one kind; the
+    test is skipped when the suite has no parameter that can be of this kind."""
     args = baseline_args(description)
     scenario = description.scenario(description.default_scenario)
     if kind == "unknown strategy":
@@ -474,20 +480,16 @@ def bad_inputs(kind: str, description: Description) -> list[tuple[list[str], str
         value = scenario.params.get(spec.name, spec.default)
         texts = bad_values(spec, value) if kind == "bad value" else out_of_range(spec)
         cases += [([*args, "--param", f"{spec.name}={text}"], text, []) for text in texts]
+    if not cases:
+        pytest.skip(f"suite {suite.name} has no parameter that can be {kind}")
     return cases
 
 
-@pytest.mark.parametrize(
-    "kind",
-    ["unknown strategy", "unknown scenario", "unknown parameter", "bad value", "out of range"],
-)
+@pytest.mark.parametrize("kind", BAD_INPUT_KINDS)
 def test_bad_input_exits_2_with_one_line_before_set_up(
     kind: str, suite: Suite, description: Description
 ) -> None:
-    cases = bad_inputs(kind, description)
-    if not cases:
-        pytest.skip(f"suite {suite.name} has no parameter that can be {kind}")
-    for args, bad, valid in cases:
+    for args, bad, valid in bad_inputs(kind, suite, description):
         with started(suite, [*args, *WINDOW]) as workload:
             code, lines, stderr = workload.finish()
         assert code == 2, f"{args}: exit {code}"
@@ -513,14 +515,7 @@ def check(
 ) -> subprocess.CompletedProcess[str]:
     if not description.has_check:
         pytest.skip(f"suite {suite.name} keeps contract version 1, which has no `check`")
-    return subprocess.run(
-        [str(suite.binary), "check", *args],
-        cwd=suite.folder,
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE_S,
-        check=False,
-    )
+    return run_binary(suite, ["check", *args], "check")
 
 
 def test_check_accepts_what_run_accepts_and_starts_nothing(
@@ -530,17 +525,11 @@ def test_check_accepts_what_run_accepts_and_starts_nothing(
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
-@pytest.mark.parametrize(
-    "kind",
-    ["unknown strategy", "unknown scenario", "unknown parameter", "bad value", "out of range"],
-)
+@pytest.mark.parametrize("kind", BAD_INPUT_KINDS)
 def test_check_rejects_what_run_rejects_with_its_one_line(
     kind: str, suite: Suite, description: Description
 ) -> None:
-    cases = bad_inputs(kind, description)
-    if not cases:
-        pytest.skip(f"suite {suite.name} has no parameter that can be {kind}")
-    for args, bad, valid in cases:
+    for args, bad, valid in bad_inputs(kind, suite, description):
         done = check(suite, description, [*args, *WINDOW])
         assert done.returncode == 2 and done.stdout == "", f"{args}: {done}"
         assert len(done.stderr.splitlines()) == 1, f"{args}: stderr {done.stderr!r}"

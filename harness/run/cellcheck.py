@@ -5,9 +5,7 @@ stops the run at its first repeat (exit 2 before `ready`)."""
 
 from __future__ import annotations
 
-import subprocess
-
-from harness.describe import DESCRIBE_TIMEOUT_S, DescribeError
+from harness.describe import DescribeError, run_binary
 from harness.errors import BadInput
 from harness.run.plan import Plan
 from harness.run.runner import repeat_args
@@ -18,23 +16,9 @@ def check_cells(plan: Plan) -> None:
     DescribeError when `check` itself breaks the contract."""
     if not plan.description.has_check:
         return
-    binary = plan.suite.binary
+    command = f"`{plan.suite.binary.name} check`"
     for index, cell in enumerate(plan.cells):
-        args = repeat_args(plan, index)
-        command = f"`{binary.name} check`"
-        try:
-            done = subprocess.run(
-                [str(binary), "check", *args],
-                cwd=plan.suite.folder,
-                capture_output=True,
-                text=True,
-                timeout=DESCRIBE_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as err:
-            raise DescribeError(f"{command} did not finish in {DESCRIBE_TIMEOUT_S} s") from err
-        except OSError as err:
-            raise DescribeError(f"{command} could not start: {err.strerror}") from err
+        done = run_binary(plan.suite, ["check", *repeat_args(plan, index)], command)
         last = (done.stderr.strip().splitlines() or ["no message on stderr"])[-1].strip()
         if done.returncode == 2:
             line = last.removeprefix("error:").strip()
