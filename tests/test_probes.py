@@ -15,6 +15,7 @@ import pytest
 from conftest import only_run, run_harness, runs_dir
 from rich.console import Console
 
+from harness.base.stop import StopFlag
 from harness.errors import BadInput
 from harness.format.notes import probe_notes
 from harness.paths import REPO_ROOT
@@ -31,7 +32,7 @@ from harness.probes.kind import (
 from harness.probes.kinds import sched as sched_kind
 from harness.probes.log2 import hist_quantile
 from harness.probes.metrics import per_op_metrics
-from harness.probes.probe import ProbeResult
+from harness.probes.probe import ATTACH_TIMEOUT_S, ProbeResult, not_attached
 from harness.probes.process import ProbeProcess
 from harness.probes.record import cell_folder, with_repeat
 from harness.probes.spec import ProbeSpec, parse_probes
@@ -299,6 +300,28 @@ def test_sched_section_of_counters_shows_run_queue_time_not_quantiles() -> None:
     console = Console(record=True, width=200)
     sched_kind.section("sched", SCHED, console)
     assert "runq p50" in console.export_text()
+
+
+def test_why_a_probe_process_is_not_attached_and_it_is_ended() -> None:
+    """A stop first, then a process still running (not attached in time), then how it ended;
+    the process is ended in every case."""
+
+    def exited(process: ProbeProcess) -> str:
+        return f"exited with code {process.wait(0)}"
+
+    stop = StopFlag()
+    running = ProbeProcess([sys.executable, "-c", "import time; time.sleep(600)"])
+    assert not_attached(running, stop, " and ready", exited) == (
+        f"not attached and ready after {ATTACH_TIMEOUT_S:g} s"
+    )
+    assert not running.running()
+    ended = ProbeProcess([sys.executable, "-c", "raise SystemExit(3)"])
+    assert ended.wait(60) == 3
+    assert not_attached(ended, stop, "", exited) == "exited with code 3"
+    stop.signum = signal.SIGTERM
+    stopped = ProbeProcess([sys.executable, "-c", "import time; time.sleep(600)"])
+    assert not_attached(stopped, stop, "", exited) == "interrupted before it attached"
+    assert not stopped.running()
 
 
 def test_a_kind_is_declared_by_its_module_names(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ from harness.base.stop import StopFlag
 from harness.base.writes import write_json_atomic
 from harness.probes import btmaps
 from harness.probes.availability import bpftrace_problem, tracefs_mounted
-from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult, ProbeSpec, aborted
+from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec, aborted, not_attached
 from harness.probes.process import ProbeProcess
 
 # bpftrace warns about this on every start under kernels that account BPF memory to cgroups
@@ -105,13 +105,7 @@ class BpftraceProbe:
             process.wait_for_handlers(HANDLED, deadline, stop)
         ):
             return
-        if stop is not None and stop.requested:
-            self.unavailable = "interrupted before it attached"
-        elif process.running():
-            self.unavailable = f"not attached and ready for signals after {ATTACH_TIMEOUT_S:g} s"
-        else:
-            self.unavailable = self._failure(process)
-        process.kill()
+        self.unavailable = not_attached(process, stop, " and ready for signals", self._failure)
         self.process = None
 
     def window_start(self) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.base.stop import StopFlag
 from harness.probes.availability import collector_binary, collector_problem
-from harness.probes.probe import ATTACH_TIMEOUT_S, FINISH_TIMEOUT_S, ProbeResult, ProbeSpec, aborted
+from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec, aborted, not_attached
 from harness.probes.process import ProbeProcess
 
 UNAVAILABLE_PREFIX = "unavailable:"
@@ -69,13 +69,7 @@ class CollectorProbe:
         # one sent before they are attached waits for them.
         if process is None or process.wait_for_line(is_attached_event, deadline, stop):
             return
-        if stop is not None and stop.requested:
-            self.unavailable = "interrupted before it attached"
-        elif process.running():
-            self.unavailable = f"not attached after {ATTACH_TIMEOUT_S:g} s"
-        else:
-            self.unavailable = self._exit_reason(process)
-        process.kill()
+        self.unavailable = not_attached(process, stop, "", self._exit_reason)
         self.partial_path.unlink(missing_ok=True)
         self.process = None
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from harness.base.stop import StopFlag
+from harness.probes.process import ProbeProcess
 
 ATTACH_TIMEOUT_S = 20.0  # loading and attaching; bpftrace compiles first
 FINISH_TIMEOUT_S = 30.0  # detaching, resolving stacks and writing the output
@@ -55,6 +56,22 @@ class ProbeResult:
             and self.not_applicable is None
             and self.error is None
         )
+
+
+def not_attached(
+    process: ProbeProcess, stop: StopFlag | None, ready: str, exited: Callable[[ProbeProcess], str]
+) -> str:
+    """Why a probe's process is not attached after its wait for it failed: a stop request,
+    still not (`ready`: what else it waited for) while it runs, else how it ended (`exited`).
+    It is killed."""
+    if stop is not None and stop.requested:
+        why = "interrupted before it attached"
+    elif process.running():
+        why = f"not attached{ready} after {ATTACH_TIMEOUT_S:g} s"
+    else:
+        why = exited(process)
+    process.kill()
+    return why
 
 
 def aborted(spec: ProbeSpec, unavailable: str | None, reason: str) -> ProbeResult:
