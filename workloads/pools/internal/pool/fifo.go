@@ -20,12 +20,11 @@ type fifoPool struct {
 	tracker          *Tracker
 	idleTimeout      time.Duration
 
-	capacity atomic.Int64
-	capMu    sync.Mutex
-	active   atomic.Int64
-	inUse    atomic.Int64
-	waits    atomic.Int64
-	idle     atomic.Int64
+	sizing
+	active atomic.Int64
+	inUse  atomic.Int64
+	waits  atomic.Int64
+	idle   atomic.Int64
 
 	closing atomic.Bool // Close has begun: Get fails
 	closed  atomic.Bool // Close is done: Put closes the connection
@@ -130,12 +129,8 @@ func (p *fifoPool) Taint(c *Conn) {
 	}
 }
 
-func (p *fifoPool) Capacity() int { return int(p.capacity.Load()) }
-
 func (p *fifoPool) SetCapacity(ctx context.Context, n int) error {
-	p.capMu.Lock()
-	defer p.capMu.Unlock()
-	return p.setCapacity(ctx, n)
+	return p.resize(func() error { return p.setCapacity(ctx, n) })
 }
 
 func (p *fifoPool) setCapacity(ctx context.Context, n int) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -128,6 +129,22 @@ func New(strategy string, cfg Config) (Pool, error) {
 		return newPuddle(cfg)
 	}
 	return nil, fmt.Errorf("unknown strategy %q", strategy)
+}
+
+// sizing is the capacity of fifo-channel and smart-lifo, and the lock that serialises
+// its changes (SetCapacity, and the idle worker's closing).
+type sizing struct {
+	capacity atomic.Int64
+	capMu    sync.Mutex
+}
+
+func (s *sizing) Capacity() int { return int(s.capacity.Load()) }
+
+// resize runs change, a change of the capacity, under the lock.
+func (s *sizing) resize(change func() error) error {
+	s.capMu.Lock()
+	defer s.capMu.Unlock()
+	return change()
 }
 
 // Settings is the settings of a load with n kinds of request: the first kind wants a clean

@@ -35,12 +35,11 @@ type smartPool struct {
 	tracker     *Tracker
 	idleTimeout time.Duration
 
-	capacity atomic.Int64
+	sizing
 	active   atomic.Int64 // open connections (idle, lent out, or being opened)
 	borrowed atomic.Int64
 	waits    atomic.Int64
 	idle     atomic.Int64
-	capMu    sync.Mutex
 
 	closed  atomic.Bool
 	done    chan struct{}
@@ -282,12 +281,8 @@ func (p *smartPool) serveWaitersWithNew() {
 	}
 }
 
-func (p *smartPool) Capacity() int { return int(p.capacity.Load()) }
-
 func (p *smartPool) SetCapacity(ctx context.Context, n int) error {
-	p.capMu.Lock()
-	defer p.capMu.Unlock()
-	return p.setCapacity(ctx, n)
+	return p.resize(func() error { return p.setCapacity(ctx, n) })
 }
 
 // setCapacity closes idle connections until at most n are open, waiting for lent-out

@@ -21,21 +21,51 @@ func smart(t *testing.T, cfg Config) *smartPool {
 	return p.(*smartPool)
 }
 
-// queue starts a Get of want from p that, once served, sends name to order and returns
-// the connection; it returns when that Get waits in p's waitlist.
-func queue(t *testing.T, p *smartPool, order chan<- string, name string, want *Setting) {
+// handOffs is a smart-lifo pool of one connection, held with setting a, and the names of
+// the Gets queued for it in the order they are served.
+type handOffs struct {
+	p      *smartPool
+	a, b   *Setting
+	held   *Conn
+	served chan string
+}
+
+func newHandOffs(t *testing.T, rule HandOff) *handOffs {
+	p := smart(t, Config{Capacity: 1, HandOff: rule})
+	t.Cleanup(p.Close)
+	s := Settings(3)
+	held, err := p.Get(context.Background(), s[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &handOffs{p: p, a: s[1], b: s[2], held: held, served: make(chan string, 16)}
+}
+
+// queue starts a Get of want that, once served, reports name and returns the connection;
+// it returns when that Get waits in the pool's waitlist.
+func (h *handOffs) queue(t *testing.T, name string, want *Setting) {
 	t.Helper()
-	n := p.wait.len()
+	n := h.p.wait.len()
 	go func() {
-		c, err := p.Get(context.Background(), want)
+		c, err := h.p.Get(context.Background(), want)
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		order <- name
-		p.Put(c)
+		h.served <- name
+		h.p.Put(c)
 	}()
-	poll.Until(t, name+" queued", func() bool { return p.wait.len() == n+1 })
+	poll.Until(t, name+" queued", func() bool { return h.p.wait.len() == n+1 })
+}
+
+// release returns the held connection; then the n queued Gets' names, in serving order.
+func (h *handOffs) release(n int) []string {
+	h.p.Put(h.held)
+	order := make([]string, n)
+	for i := range order {
+		order[i] = <-h.served
+	}
+	return order
 }
 
 // Through the pool: a returned connection goes to the waiter wanting its setting; with
@@ -50,19 +80,11 @@ func TestSmartHandOffOrder(t *testing.T) {
 		{"prefer-clean", HandOffPreferClean, []string{"wants-a", "wants-clean", "wants-b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := smart(t, Config{Capacity: 1, HandOff: tc.rule})
-			defer p.Close()
-			ctx := context.Background()
-			s := Settings(3)
-			a, b := s[1], s[2]
-			c, _ := p.Get(ctx, a)
-			order := make(chan string, 3)
-			queue(t, p, order, "wants-b", b)
-			queue(t, p, order, "wants-clean", nil)
-			queue(t, p, order, "wants-a", a)
-			p.Put(c)
-			got := []string{<-order, <-order, <-order}
-			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			h := newHandOffs(t, tc.rule)
+			h.queue(t, "wants-b", h.b)
+			h.queue(t, "wants-clean", nil)
+			h.queue(t, "wants-a", h.a)
+			if got := h.release(3); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("served %v, want %v", got, tc.want)
 			}
 		})
@@ -71,23 +93,12 @@ func TestSmartHandOffOrder(t *testing.T) {
 
 // A waiter skipped more than 8 times is served next, whatever it wants.
 func TestSmartAgeBound(t *testing.T) {
-	p := smart(t, Config{Capacity: 1})
-	defer p.Close()
-	ctx := context.Background()
-	s := Settings(3)
-	a, b := s[1], s[2]
-	c, _ := p.Get(ctx, a)
-	order := make(chan string, 16)
-	queue(t, p, order, "old-b", b)
+	h := newHandOffs(t, HandOffVitess)
+	h.queue(t, "old-b", h.b)
 	for i := range 12 {
-		queue(t, p, order, fmt.Sprintf("a%d", i), a)
+		h.queue(t, fmt.Sprintf("a%d", i), h.a)
 	}
-	p.Put(c)
-	var served []string
-	for range 13 {
-		served = append(served, <-order)
-	}
-	if served[9] != "old-b" {
+	if served := h.release(13); served[9] != "old-b" {
 		t.Errorf("served %v: the skipped waiter should be 10th", served)
 	}
 }
