@@ -7,6 +7,7 @@ import os
 
 from harness.commands.parsing import positive_int
 from harness.errors import BadInput
+from harness.probes.kinds import offwake, oncpu
 from harness.probes.perfrate import check_frequency
 from harness.probes.probe import ProbeSpec
 from harness.probes.registry import names as probe_names
@@ -15,10 +16,11 @@ from harness.probes.spec import VALID as VALID_PROBES
 from harness.profiles.patterns import DEFAULT_MUTEX_PATTERNS, parse_patterns
 from harness.profiles.settings import CALLGRAPHS, DEFAULT_FREQUENCY_HZ, ProfileSettings
 
+# The options of one kind each (ProfileSettings) are named after it, from its module.
 KERNEL_STACKS_HELP = (
-    "offwake: also the kernel stacks of each blocking and of its waker (`_[k]` frames in the "
-    "off-wake graphs); a kernel stack walk costs ~2 us on a VM where a user stack costs "
-    "~0.1 us, two a blocking: several times offwake's cost per event (default: user stacks "
+    f"{offwake.NAME}: also the kernel stacks of each blocking and of its waker (`_[k]` frames "
+    "in the off-wake graphs); a kernel stack walk costs ~2 us on a VM where a user stack costs "
+    f"~0.1 us, two a blocking: several times {offwake.NAME}'s cost per event (default: user stacks "
     "only, with the blocked thread's state; bpf/README.md)"
 )
 
@@ -36,14 +38,14 @@ def add_probe_options(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=DEFAULT_FREQUENCY_HZ,
         metavar="HZ",
-        help=f"oncpu: samples a second per CPU, at most the kernel's "
+        help=f"{oncpu.NAME}: samples a second per CPU, at most the kernel's "
         f"perf_event_max_sample_rate (default: {DEFAULT_FREQUENCY_HZ})",
     )
     parser.add_argument(
         "--callgraph",
         choices=CALLGRAPHS,
         default="fp",
-        help="oncpu: stacks by frame pointers (default) or DWARF unwinding (sees through "
+        help=f"{oncpu.NAME}: stacks by frame pointers (default) or DWARF unwinding (sees through "
         "code built without frame pointers, such as glibc; costs more)",
     )
     parser.add_argument(
@@ -65,7 +67,8 @@ def _mutex_patterns(text: str) -> tuple[str, ...]:
 
 
 def profile_settings(args: argparse.Namespace) -> ProfileSettings:
-    """The oncpu settings; BadInput for a frequency the kernel would not sample at."""
+    """The kinds' settings from their options; BadInput for a frequency the kernel would not
+    sample at."""
     check_frequency(args.perf_frequency)
     return ProfileSettings(
         frequency_hz=args.perf_frequency,
