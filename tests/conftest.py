@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from browser import require_browser, start_driver
+from collectorprocs import LineProcess
 from requirements import need, root_problem, tool_problem
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -68,6 +70,22 @@ def run_harness(
     )
 
 
+def one_repeat(strategy: str = "slow", duration_s: str = "0.1") -> list[str]:
+    """`run sleepy` of one strategy, one repeat, no warm-up: the shortest run there is."""
+    return [
+        "run",
+        "sleepy",
+        "--strategies",
+        strategy,
+        "--repeat",
+        "1",
+        "--duration-s",
+        duration_s,
+        "--warmup-s",
+        "0",
+    ]
+
+
 def runs_dir(env: dict[str, str]) -> Path:
     return Path(env["HARNESS_RESULTS"]) / "runs"
 
@@ -91,6 +109,28 @@ def sleepy_log(env: dict[str, str]) -> list[dict[str, Any]]:
 def process_gone(pid: int) -> bool:
     """Gone for good: not running, not a zombie waiting to be reaped."""
     return not Path(f"/proc/{pid}").exists()
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    """A headless Chromium for a test module's checks in a browser (tests/browser.py)."""
+    require_browser()
+    chrome = start_driver()
+    try:
+        yield chrome
+    finally:
+        chrome.quit()
+
+
+@pytest.fixture
+def reap() -> Iterator[list[LineProcess]]:
+    """Processes a test started, killed if it fails half-way."""
+    started: list[LineProcess] = []
+    yield started
+    for process in started:
+        if process.proc.poll() is None:
+            process.proc.kill()
+            process.proc.wait()
 
 
 @pytest.fixture

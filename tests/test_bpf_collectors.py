@@ -10,27 +10,30 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from bpftool import held_ids, left_behind, named
+from collectorprocs import (
+    BAD_ARGUMENTS,
+    BUILD,
+    LineProcess,
+    WindowCollector,
+    build_collectors,
+    refuses_arguments,
+)
 from cputime import process_cpu_ns
 from requirements import need, root_problem, tool_problem, unmet
 
 pytestmark = pytest.mark.bpf
 
-ROOT = Path(__file__).resolve().parent.parent
-BPF_DIR = ROOT / "bpf"
-BUILD = BPF_DIR / "build"
 FIXTURE_SOURCES = Path(__file__).resolve().parent / "fixtures" / "bpf"
-VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
 FIXTURE_CFLAGS = ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-Wall", "-Werror"]
 PROG_PREFIXES = ("sc_", "fx_")  # every BPF program of the collectors is named so
 # The fixture's thread function and the two it calls, root first, demangled from the C++,
@@ -46,12 +49,7 @@ Counters = dict[int, tuple[str, int, int]]  # tid -> (name, voluntary, involunta
 @pytest.fixture(scope="session")
 def collectors() -> Path:
     """Builds bpf/ and checks that this kernel lets the collectors load."""
-    if not VMLINUX_BTF.exists():
-        unmet(f"kernel without BTF ({VMLINUX_BTF} missing)")
-    build = subprocess.run(
-        ["make", "-C", str(BPF_DIR)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert build.returncode == 0, build.stdout + build.stderr
+    build_collectors()
     probe = subprocess.run(
         [str(BUILD / "sched"), "--pid", str(os.getpid()), "--now", "--duration-s", "0"],
         capture_output=True,
@@ -81,47 +79,6 @@ def fixtures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return binaries
 
 
-class LineProcess:
-    """A child process read line by line with a timeout."""
-
-    def __init__(self, argv: list[str], stdin: bool = False) -> None:
-        self.argv = argv
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE
-        )
-        self._buffer = b""
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def readline(self, timeout: float = 20) -> str:
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select([self.proc.stdout], [], [], max(left, 0))
-            assert ready, f"no line from {self.argv} within {timeout} s"
-            chunk = os.read(self.proc.stdout.fileno(), 4096)
-            assert chunk, f"{self.argv} closed its output (exit {self.proc.poll()})"
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return line.decode()
-
-    def send(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def finish(self) -> int:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        rc = self.proc.wait(timeout=20)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        return rc
-
-
 class Target(LineProcess):
     """A fixture program: prints "ready PID ..." and runs one phase per stdin line."""
 
@@ -144,28 +101,13 @@ class Run:
     result: dict[str, Any]
 
 
-class Collector(LineProcess):
+class Collector(WindowCollector):
     """bpf/build/<tool> writing its JSON to a file; started once attached."""
 
     def __init__(
         self, tool: str, pids: list[int], out: Path, *extra: str, prefix: tuple[str, ...] = ()
     ) -> None:
-        argv = [*prefix, str(BUILD / tool)]
-        for pid in pids:
-            argv += ["--pid", str(pid)]
-        self.out = out
-        super().__init__([*argv, "--out", str(out), *extra])
-        assert self.readline() == '{"event":"attached"}'
-
-    def window(self, sig: signal.Signals) -> int:
-        """SIGUSR1 opens the window, SIGUSR2 closes it: returns once the collector has
-        acknowledged it (its `window_open`/`window_closed` line), with its window_ns so far."""
-        expected = {signal.SIGUSR1: "window_open", signal.SIGUSR2: "window_closed"}[sig]
-        self.proc.send_signal(sig)
-        event = json.loads(self.readline())
-        assert event["event"] == expected, event
-        window_ns: int = event["window_ns"]
-        return window_ns
+        super().__init__([*prefix, str(BUILD / tool)], pids, out, *extra)
 
     def stop(self, sig: signal.Signals = signal.SIGTERM) -> Run:
         self.proc.send_signal(sig)
@@ -177,17 +119,6 @@ class Collector(LineProcess):
         if rc == 0:
             assert result["lost_events"] == 0, result["lost_events"]
         return Run(rc, result)
-
-
-@pytest.fixture
-def reap() -> Iterator[list[LineProcess]]:
-    """Processes a test started, killed if it fails half-way."""
-    started: list[LineProcess] = []
-    yield started
-    for process in started:
-        if process.proc.poll() is None:
-            process.proc.kill()
-            process.proc.wait()
 
 
 def proc_counters(pid: int) -> tuple[Counters, bool]:
@@ -813,26 +744,16 @@ def test_nothing_stays_loaded(
 @pytest.mark.parametrize(
     "args",
     [
-        [],
-        ["--pid"],
-        ["--pid", "abc"],
+        *BAD_ARGUMENTS,
         ["--pid", "0"],
-        ["--pid", "1", "--duration-s", "-1"],
         ["--pid", "1", "--bogus"],
         ["--pid", "1", "extra"],
         ["--pid", "1", "--attach", "kprobe"],
-        ["--pid", "4194303"],  # no such process
     ],
 )
 @pytest.mark.parametrize("tool", ["sched", "futex"])
 def test_bad_arguments_exit_2(collectors: Path, tool: str, args: list[str]) -> None:
-    run = subprocess.run(
-        [str(collectors / tool), *args], capture_output=True, text=True, timeout=30, check=False
-    )
-    assert run.returncode == 2
-    assert run.stdout == ""
-    assert len(run.stderr.splitlines()) == 1, run.stderr
-    assert run.stderr.startswith(f"{tool}: ")
+    refuses_arguments(collectors / tool, args)
 
 
 @pytest.mark.parametrize("option", ["--top=3", "--no-stacks"])

@@ -7,7 +7,6 @@ markup shown as text."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -15,7 +14,7 @@ from urllib.request import url2pathname
 
 import numpy as np
 import pytest
-from browser import check_links, navigate, require_browser, start_driver, wait_for
+from browser import check_links, navigate, wait_for
 from rundocs import cell, config, run
 
 from harness import cli
@@ -87,16 +86,6 @@ def built(root: Path, nights: int, levels: Any, hostname: str = "box") -> Path:
     assert cli.main(["history", "import", "--db", url, *map(str, dirs)]) == 0
     assert cli.main(["dashboard", "--db", url, "--out", str(root / "site")]) == 0
     return root / "site"
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    require_browser()
-    chrome = start_driver()
-    try:
-        yield chrome
-    finally:
-        chrome.quit()
 
 
 @pytest.fixture(scope="module")

@@ -12,37 +12,35 @@ from __future__ import annotations
 import json
 import os
 import platform
-import select
 import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from bpftool import held_ids, left_behind, named
+from collectorprocs import (
+    BAD_ARGUMENTS,
+    BUILD,
+    LineProcess,
+    WindowCollector,
+    build_collectors,
+    refuses_arguments,
+)
 from requirements import need, tool_problem, unmet
 
 pytestmark = pytest.mark.bpf
 
-ROOT = Path(__file__).resolve().parent.parent
-BPF_DIR = ROOT / "bpf"
-GC = BPF_DIR / "build" / "gc"
+GC = BUILD / "gc"
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "gcprog"
-VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
 PROG_PREFIX = "gc_"  # every BPF program of the collector is named so
 
 
 @pytest.fixture(scope="session")
 def gc_tool() -> Path:
-    if not VMLINUX_BTF.exists():
-        unmet(f"kernel without BTF ({VMLINUX_BTF} missing)")
-    build = subprocess.run(
-        ["make", "-C", str(BPF_DIR)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert build.returncode == 0, build.stdout + build.stderr
+    build_collectors()
     return GC
 
 
@@ -74,76 +72,29 @@ def gcprog(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return binaries
 
 
-class LineProcess:
-    """A child process read line by line with a timeout."""
-
-    def __init__(self, argv: list[str], stdin: bool = False) -> None:
-        self.argv = argv
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self._buffer = b""
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def readline(self, timeout: float = 30) -> str | None:
-        """The next line, None at EOF."""
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select([self.proc.stdout], [], [], max(left, 0))
-            assert ready, f"no line from {self.argv} within {timeout} s"
-            chunk = os.read(self.proc.stdout.fileno(), 4096)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return line.decode()
-
-    def stderr(self) -> str:
-        assert self.proc.stderr is not None
-        return self.proc.stderr.read().decode()
-
-    def finish(self) -> int:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        return self.proc.wait(timeout=30)
-
-
 class GoTarget(LineProcess):
     """The gcprog fixture: prints "ready PID", runs one phase per "go" line."""
 
     def __init__(self, binary: Path) -> None:
-        super().__init__([str(binary)], stdin=True)
-        assert self.readline() == f"ready {self.pid}"
+        super().__init__([str(binary)], stdin=True, timeout=30, keep_stderr=True)
+        assert self.next_line() == f"ready {self.pid}"
 
     def phase(self) -> dict[str, Any]:
         """Runs the measured phase; returns the runtime's counts over it."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"go\n")
-        self.proc.stdin.flush()
-        line = self.readline()
+        self.send("go")
+        line = self.next_line()
         assert line is not None and line.startswith("done "), line
         truth: dict[str, Any] = json.loads(line[len("done ") :])
         return truth
 
 
-class GcCollector(LineProcess):
+class GcCollector(WindowCollector):
     """bpf/build/gc writing its JSON to a file, once attached."""
 
     def __init__(self, pids: list[int], out: Path, *extra: str) -> None:
-        argv = [str(GC)]
-        for pid in pids:
-            argv += ["--pid", str(pid)]
-        self.out = out
-        super().__init__([*argv, "--out", str(out), *extra])
-        line = self.readline()
+        super().__init__([str(GC)], pids, out, *extra, timeout=30, keep_stderr=True)
+
+    def attached(self, line: str | None) -> None:
         if line is None:
             rc = self.proc.wait(timeout=30)
             stderr = self.stderr()
@@ -151,18 +102,6 @@ class GcCollector(LineProcess):
                 unmet(f"the kernel does not run the probes: {stderr.strip()}")
             raise AssertionError(f"gc exited {rc} before attaching: {stderr}")
         assert line == '{"event":"attached"}', line
-
-    def window(self, sig: signal.Signals) -> int:
-        """SIGUSR1 opens the window, SIGUSR2 closes it: returns once the collector has
-        acknowledged it (its `window_open`/`window_closed` line), with its window_ns so far."""
-        expected = {signal.SIGUSR1: "window_open", signal.SIGUSR2: "window_closed"}[sig]
-        self.proc.send_signal(sig)
-        line = self.readline()
-        assert line is not None, f"gc exited (code {self.proc.wait(timeout=30)})"
-        event = json.loads(line)
-        assert event["event"] == expected, event
-        window_ns: int = event["window_ns"]
-        return window_ns
 
     def stop(self, sig: signal.Signals = signal.SIGTERM) -> dict[str, Any]:
         self.proc.send_signal(sig)
@@ -175,17 +114,6 @@ class GcCollector(LineProcess):
         assert result["lost_events"] == 0, result["lost_events"]
         assert result["unpaired_starts"] == 0, result["unpaired_starts"]
         return result
-
-
-@pytest.fixture
-def reap() -> Iterator[list[LineProcess]]:
-    """Processes a test started, killed if it fails half-way."""
-    started: list[LineProcess] = []
-    yield started
-    for process in started:
-        if process.proc.poll() is None:
-            process.proc.kill()
-            process.proc.wait()
 
 
 def check_consistent(process: dict[str, Any]) -> None:
@@ -351,21 +279,7 @@ def test_nothing_stays_loaded(
 
 @pytest.mark.parametrize(
     "args",
-    [
-        [],
-        ["--pid"],
-        ["--pid", "abc"],
-        ["--pid", "1", "--duration-s", "-1"],
-        ["--pid", "1", "--top", "3"],
-        ["--pid", "1", "--attach", "raw_tp"],
-        ["--pid", "4194303"],  # no such process
-    ],
+    [*BAD_ARGUMENTS, ["--pid", "1", "--top", "3"], ["--pid", "1", "--attach", "raw_tp"]],
 )
 def test_bad_arguments_exit_2(gc_tool: Path, args: list[str]) -> None:
-    run = subprocess.run(
-        [str(gc_tool), *args], capture_output=True, text=True, timeout=30, check=False
-    )
-    assert run.returncode == 2
-    assert run.stdout == ""
-    assert len(run.stderr.splitlines()) == 1, run.stderr
-    assert run.stderr.startswith("gc: ")
+    refuses_arguments(gc_tool, args)

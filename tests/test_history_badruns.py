@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_harness, runs_dir
+from conftest import one_repeat, run_harness, runs_dir
 from historyruns import harness, night, run_ids
 
 pytestmark = pytest.mark.unit
@@ -51,23 +51,7 @@ def test_a_deeply_nested_running_run_json_does_not_stop_a_run_or_its_estimate(
     assert f"as in run {good.name}" in plan.stdout.splitlines()[1]
     assert plan.stderr.count("\n") == 1 and f"skipped {bad}: " in plan.stderr, plan.stderr
 
-    done = run_harness(
-        [
-            "run",
-            "sleepy",
-            "--strategies",
-            "fast",
-            "--repeat",
-            "1",
-            "--duration-s",
-            "0.1",
-            "--warmup-s",
-            "0",
-            "--param",
-            "rate=64",
-        ],
-        harness_env,
-    )
+    done = run_harness([*one_repeat("fast"), "--param", "rate=64"], harness_env)
     assert done.returncode == 0, done.stderr
     assert f"skipped {bad}: " in done.stderr and "Traceback" not in done.stderr
     assert len(list(runs_dir(harness_env).iterdir())) == 3

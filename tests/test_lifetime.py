@@ -21,6 +21,7 @@ from conftest import (
     HARNESS,
     OTHERS_RUNNING,
     next_own_line,
+    one_repeat,
     run_harness,
     runs_dir,
     sleepy_log,
@@ -64,19 +65,7 @@ def start_in_window(env: dict[str, str], tmp_path: Path) -> tuple[subprocess.Pop
     pid (the harness's own, not the venv launcher's)."""
     env = {**env, "SLEEPY_WINDOW": str(tmp_path / "window"), "SLEEPY_SETSID": "1"}
     proc = subprocess.Popen(
-        [
-            *HARNESS,
-            "run",
-            "sleepy",
-            "--strategies",
-            "slow",
-            "--repeat",
-            "1",
-            "--duration-s",
-            "120",
-            "--warmup-s",
-            "0",
-        ],
+        [*HARNESS, *one_repeat(duration_s="120")],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -164,21 +153,7 @@ def test_the_next_run_marks_the_abandoned_run_and_ends_its_leftovers(
     server = entry["server_pid"]
     assert not not_running(server)  # a daemon-like child outside the process group lives on
     try:
-        done = run_harness(
-            [
-                "run",
-                "sleepy",
-                "--strategies",
-                "slow",
-                "--repeat",
-                "1",
-                "--duration-s",
-                "0.1",
-                "--warmup-s",
-                "0",
-            ],
-            harness_env,
-        )
+        done = run_harness(one_repeat(), harness_env)
     finally:
         if not not_running(server):
             os.kill(server, signal.SIGKILL)
@@ -288,21 +263,7 @@ def test_other_workload_processes_are_named_before_the_run(harness_env: dict[str
         stdin=subprocess.DEVNULL,
     )
     try:
-        done = run_harness(
-            [
-                "run",
-                "sleepy",
-                "--strategies",
-                "slow",
-                "--repeat",
-                "1",
-                "--duration-s",
-                "0.1",
-                "--warmup-s",
-                "0",
-            ],
-            harness_env,
-        )
+        done = run_harness(one_repeat(), harness_env)
     finally:
         stray.kill()
         stray.wait()
@@ -314,21 +275,7 @@ def test_other_workload_processes_are_named_before_the_run(harness_env: dict[str
 
 
 def test_recovery_removes_the_partial_files_of_a_dead_owner(harness_env: dict[str, str]) -> None:
-    done = run_harness(
-        [
-            "run",
-            "sleepy",
-            "--strategies",
-            "slow",
-            "--repeat",
-            "1",
-            "--duration-s",
-            "0.1",
-            "--warmup-s",
-            "0",
-        ],
-        harness_env,
-    )
+    done = run_harness(one_repeat(), harness_env)
     assert done.returncode == 0, done.stderr
     folder, doc = run_doc(harness_env)
     # As a harness SIGKILLed in its second repeat, with probes, leaves it.

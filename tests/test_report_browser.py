@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,6 @@ from browser import (
     check_links,
     check_svg_drawn,
     navigate,
-    require_browser,
-    start_driver,
 )
 from reportdata import EVIL, MUTEX_FRAME, build_run
 from requirements import unmet
@@ -70,16 +67,6 @@ def inferno_diff_svg(baseline: Path, folded: Path, svg: Path) -> None:
             check=True,
             timeout=60,
         )
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    require_browser()
-    d = start_driver()
-    try:
-        yield d
-    finally:
-        d.quit()
 
 
 @pytest.fixture(scope="module")
