@@ -16,19 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from timerscells import timers_metrics
+
 from harness.base.writes import dumps
 from harness.stats import compare_cells, summarize_cell
 
 EVIL = 'evil<script>alert("x")</script>&amp;'
 MUTEX_FRAME = "tokio::sync::Mutex<T>::lock"
 SPREAD = (1.0, 0.99, 1.01, 0.98, 1.02)  # the median lands exactly on the given value
-METRICS = [
-    {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
-    {"name": "latency_ns.p50", "unit": "ns", "better": "lower"},
-    {"name": "latency_ns.p99", "unit": "ns", "better": "lower"},
-    {"name": "timeouts", "unit": "requests", "better": "lower"},
-    {"name": "errors", "unit": "requests", "better": "lower"},
-]
+METRICS = timers_metrics("ops_per_sec", "latency_ns.p50", "latency_ns.p99", "timeouts", "errors")
 # Folded on-CPU stacks: the client spends `lock` samples in the mutex, the server the rest.
 BASE_STACKS = {
     "client;main;tokio::runtime::worker::run;send_request;write_frame": 400,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import rundocs
 from rich.console import Console
-from timerscells import TIMERS_METRICS, TIMERS_STRATEGIES, timers_result
+from timerscells import TIMERS_METRICS, TIMERS_STRATEGIES, timers_metrics, timers_result
 
 from harness.cli import main
 from harness.compare import compare_command
@@ -15,10 +15,7 @@ from harness.stats import summarize_cell
 
 pytestmark = pytest.mark.unit
 
-METRICS = [
-    {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
-    {"name": "latency_ns.p99", "unit": "ns", "better": "lower"},
-]
+METRICS = timers_metrics("ops_per_sec", "latency_ns.p99")
 SPREAD = (1.0, 0.99, 1.01, 0.98, 1.02)
 
 

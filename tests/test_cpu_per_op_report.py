@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from rundocs import cell, run
+from timerscells import timers_metrics
 
 from harness.report import write_all
 from harness.stats import compare_cells
@@ -17,11 +18,7 @@ from harness.tables import print_run
 
 pytestmark = pytest.mark.unit
 
-METRICS = [
-    {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
-    {"name": "client_cpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "server_cpu_ns_per_op", "unit": "ns", "better": "lower"},
-]
+METRICS = timers_metrics("ops_per_sec", "client_cpu_ns_per_op", "server_cpu_ns_per_op")
 
 
 def repeats(ops: list[float], client_cpu: list[float]) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from timerscells import TIMERS_METRICS, TIMERS_STRATEGIES, timers_result
+from timerscells import TIMERS_METRICS, TIMERS_STRATEGIES, timers_metrics, timers_result
 
 from harness.format.numbers import human, human_ratio, join_range
 from harness.stats import compare_cells, summarize_cell
@@ -12,10 +12,7 @@ from harness.tables import print_run
 
 pytestmark = pytest.mark.unit
 
-METRICS = [
-    {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
-    {"name": "latency_ns.p99", "unit": "ns", "better": "lower"},
-]
+METRICS = timers_metrics("ops_per_sec", "latency_ns.p99")
 SPREAD = (1.0, 0.99, 1.01, 0.98, 1.02)  # medians land exactly on the given value
 
 

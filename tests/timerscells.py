@@ -16,21 +16,36 @@ TIMERS_STRATEGIES = (
     "hashed-wheel",
     "hashed-wheel-offload",
 )
+
+
+def lower_metrics(unit: str, *names: str) -> list[dict[str, str]]:
+    """Metrics in `unit` of which less is better."""
+    return [{"name": name, "unit": unit, "better": "lower"} for name in names]
+
+
+# The suite's metrics in its order.
 TIMERS_METRICS = [
     {"name": "ops_per_sec", "unit": "ops/s", "better": "higher"},
-    {"name": "latency_ns.p50", "unit": "ns", "better": "lower"},
-    {"name": "latency_ns.p99", "unit": "ns", "better": "lower"},
-    {"name": "client_cpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "server_cpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "cpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "timeouts", "unit": "requests", "better": "lower"},
-    {"name": "errors", "unit": "requests", "better": "lower"},
-    {"name": "ctx_switches_per_op", "unit": "switches", "better": "lower"},
-    {"name": "wakeups_per_op", "unit": "wake-ups", "better": "lower"},
-    {"name": "futex_wait_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "offcpu_ns_per_op", "unit": "ns", "better": "lower"},
-    {"name": "mutex_share", "unit": "share", "better": "lower"},
+    *lower_metrics(
+        "ns",
+        "latency_ns.p50",
+        "latency_ns.p99",
+        "client_cpu_ns_per_op",
+        "server_cpu_ns_per_op",
+        "cpu_ns_per_op",
+    ),
+    *lower_metrics("requests", "timeouts", "errors"),
+    *lower_metrics("switches", "ctx_switches_per_op"),
+    *lower_metrics("wake-ups", "wakeups_per_op"),
+    *lower_metrics("ns", "futex_wait_ns_per_op", "offcpu_ns_per_op"),
+    *lower_metrics("share", "mutex_share"),
 ]
+
+
+def timers_metrics(*names: str) -> list[dict[str, str]]:
+    """The suite's metrics of these names, in this order."""
+    by_name = {m["name"]: m for m in TIMERS_METRICS}
+    return [by_name[name] for name in names]
 
 
 def timers_result(strategy: str, k: float, f: float, probe_k: float = 1.0) -> dict[str, Any]:
