@@ -202,14 +202,20 @@ def workload(tmp_path: Path, result_line: str) -> Path:
     return path
 
 
+def sleepy_with(suite: Path, old: str, new: str) -> Path:
+    """A copy of the sleepy suite at `suite` whose sleepy.py has `new` for its one `old`."""
+    shutil.copytree(FIXTURES / "sleepy", suite)
+    script = (suite / "sleepy.py").read_text()
+    assert script.count(old) == 1, old
+    (suite / "sleepy.py").write_text(script.replace(old, new))
+    return suite
+
+
 def test_a_nan_from_the_workload_fails_the_repeat_in_a_run(
     harness_env: dict[str, str], tmp_path: Path
 ) -> None:
     """Python's json reads NaN: the run's repeat fails with the reason instead of counting."""
-    suite = tmp_path / "nanbench"
-    shutil.copytree(Path(__file__).parent / "fixtures" / "sleepy", suite)
-    script = (suite / "sleepy.py").read_text()
-    (suite / "sleepy.py").write_text(script.replace("ops_per_sec=ops,", "ops_per_sec=math.nan,"))
+    suite = sleepy_with(tmp_path / "nanbench", "ops_per_sec=ops,", "ops_per_sec=math.nan,")
     done = run_harness(["run", str(suite), "--strategies", "slow", *SHORT[:4]], harness_env)
     assert done.returncode == 1, done.stderr
     run_json = next(runs_dir(harness_env).iterdir()) / "run.json"
@@ -251,12 +257,7 @@ def test_a_repeat_s_exit_2_before_ready_stops_the_run_at_once(
     harness_env: dict[str, str], tmp_path: Path
 ) -> None:
     """A `check` that lets bad input through: the first repeat's exit 2 ends the run."""
-    suite = tmp_path / "lax"
-    shutil.copytree(Path(__file__).parent / "fixtures" / "sleepy", suite)
-    script = (suite / "sleepy.py").read_text()
-    lax = script.replace("        parse_run(sys.argv[2:])\n", "        pass\n", 1)
-    assert lax != script
-    (suite / "sleepy.py").write_text(lax)
+    suite = sleepy_with(tmp_path / "lax", "        parse_run(sys.argv[2:])\n", "        pass\n")
     done = run_harness(["run", str(suite), "--duration-s", "86401", "--repeat", "5"], harness_env)
     assert done.returncode == 2, done.stderr
     line = one_error_line(done.stderr)
