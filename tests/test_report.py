@@ -72,6 +72,12 @@ def run(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     return run_dir, doc
 
 
+@pytest.fixture
+def page_text(run: tuple[Path, dict[str, Any]]) -> str:
+    """The report of `run`, written now, as text."""
+    return write_report(run[0]).read_text()
+
+
 def test_write_all_writes_both_files(run: tuple[Path, dict[str, Any]]) -> None:
     run_dir, _ = run
     paths = write_all(run_dir)
@@ -91,9 +97,8 @@ def test_every_link_in_the_report_resolves(run: tuple[Path, dict[str, Any]]) -> 
     assert any(r == "probes/evil%20cell%231/r1-sched.json" for r in page.refs)
 
 
-def test_the_report_is_self_contained(run: tuple[Path, dict[str, Any]]) -> None:
+def test_the_report_is_self_contained(run: tuple[Path, dict[str, Any]], page_text: str) -> None:
     run_dir, _ = run
-    page_text = write_report(run_dir).read_text()
     page = parse(run_dir / "report.html")
     assert "script" not in page.tags
     assert "link" not in page.tags  # no external stylesheet
@@ -101,9 +106,7 @@ def test_the_report_is_self_contained(run: tuple[Path, dict[str, Any]]) -> None:
     assert not re.search(r"https?://|@import|url\(", page_text)
 
 
-def test_the_report_escapes_names(run: tuple[Path, dict[str, Any]]) -> None:
-    run_dir, _ = run
-    page_text = write_report(run_dir).read_text()
+def test_the_report_escapes_names(page_text: str) -> None:
     assert EVIL not in page_text
     assert "<script>" not in page_text
     assert html.escape(EVIL) in page_text
@@ -113,9 +116,10 @@ def test_the_report_escapes_names(run: tuple[Path, dict[str, Any]]) -> None:
     assert "AMD EPYC &lt;7302&gt;" in page_text
 
 
-def test_the_report_has_the_summary_figures(run: tuple[Path, dict[str, Any]]) -> None:
-    run_dir, doc = run
-    page_text = write_report(run_dir).read_text()
+def test_the_report_has_the_summary_figures(
+    run: tuple[Path, dict[str, Any]], page_text: str
+) -> None:
+    _, doc = run
     for header in ("ops/s", "p99", "ctx sw/op", "futex wait/op", "run-queue p99", "mutex share"):
         assert f"<th>{header}</th>" in page_text
     assert "<th>vs none</th>" in page_text
@@ -145,9 +149,8 @@ def test_the_report_has_the_summary_figures(run: tuple[Path, dict[str, Any]]) ->
     assert "Probe overhead" in page_text
 
 
-def test_missing_pieces_are_stated(run: tuple[Path, dict[str, Any]]) -> None:
+def test_missing_pieces_are_stated(run: tuple[Path, dict[str, Any]], page_text: str) -> None:
     run_dir, doc = run
-    page_text = write_report(run_dir).read_text()
     assert "no off-CPU graph: the futex probe did not run" in page_text
     assert "no wake-up graph: the sched probe did not run" in page_text
     assert (
