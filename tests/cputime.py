@@ -14,6 +14,20 @@ import threading
 import time
 from pathlib import Path
 
+# A Python program (`python -c`) whose four threads spin for 60 s: CPU time to sample, and, as
+# they fight over the GIL (which CPython takes through a pthread mutex and condition), futex
+# waits, wake-ups, switches and pthread_mutex_lock calls.
+SPINNERS = """
+import threading, time
+def spin():
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        pass
+for _ in range(3):
+    threading.Thread(target=spin, daemon=True).start()
+spin()
+"""
+
 
 def cpu_ns(pid: int) -> int:
     """CPU time of every live thread of `pid` so far (sum of their sched run time), in ns."""

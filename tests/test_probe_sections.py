@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from conftest import HARNESS, run_harness
+from cputime import SPINNERS
 from requirements import need
 from test_gc_probe import GoTarget, gc_tool, gcprog  # noqa: F401 (fixtures)
 
@@ -36,16 +37,6 @@ pytestmark = pytest.mark.bpf
 FREQUENCY_HZ = 99  # the oncpu default
 # perf's sampling clock may run a little ahead of the task clock it is compared with.
 SAMPLE_SLACK = 1.5
-BURNER = """
-import threading, time
-def spin():
-    end = time.monotonic() + 60
-    while time.monotonic() < end:
-        pass
-for _ in range(3):
-    threading.Thread(target=spin, daemon=True).start()
-spin()
-"""
 TICKS_PER_S = 100  # USER_HZ of /proc/PID/stat
 
 
@@ -96,7 +87,7 @@ def go_target(gcprog: dict[str, Path]) -> Iterator[GoTarget]:  # noqa: F811
 
 @pytest.fixture
 def burner() -> Iterator[int]:
-    proc = subprocess.Popen([sys.executable, "-c", BURNER])
+    proc = subprocess.Popen([sys.executable, "-c", SPINNERS])
     try:
         yield proc.pid
     finally:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from bpftool import bpf_ids, prog_holders
 from conftest import FIXTURES, HARNESS, only_run, run_harness
+from cputime import SPINNERS
 from requirements import need
 
 from harness.paths import REPO_ROOT
@@ -38,22 +39,9 @@ pytestmark = [pytest.mark.bpf, pytest.mark.e2e]
 
 WORKLOADS = REPO_ROOT / "workloads"
 SYSCALLS_BT = "bt:bpf/syscalls_per_op.bt"
-SYSCALLS_BT = "bt:bpf/syscalls_per_op.bt"
 # Longer than the harness's delay in relaying an event on a busy machine (see its use).
 WINDOW_WARMUP_S = 1.0
 TIMERS_RUN = ["--param", "concurrency=64", "--warmup-s", "0.2", "--repeat", "1"]
-# A process whose four threads fight over the GIL: futex waits, wake-ups, switches and
-# pthread_mutex_lock calls (CPython takes the GIL through a pthread mutex and condition).
-GIL_FIGHT = """
-import threading, time
-def spin():
-    end = time.monotonic() + 60
-    while time.monotonic() < end:
-        pass
-for _ in range(3):
-    threading.Thread(target=spin, daemon=True).start()
-spin()
-"""
 
 
 def no_tracefs() -> str | None:
@@ -82,7 +70,7 @@ def run_timers(args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], st
 
 @pytest.fixture
 def gil_fight() -> Iterator[int]:
-    proc = subprocess.Popen([sys.executable, "-c", GIL_FIGHT])
+    proc = subprocess.Popen([sys.executable, "-c", SPINNERS])
     try:
         # Until its four threads are started.
         deadline = time.monotonic() + 60
