@@ -10,10 +10,11 @@
 #include "futex.h"
 #include "common.bpf.h"
 
-#define MAX_THREADS 8192
 #define MAX_PROC_OPS 4096
 #define MAX_WAITS 16384
-#define MAX_STACKS 4096
+#define MAX_USER_STACKS 4096
+
+#include "user_stack.bpf.h"
 
 #define FUTEX_WAIT 0
 #define FUTEX_WAKE 1
@@ -44,13 +45,11 @@
 const volatile long nr_futex = -1;
 const volatile long nr_futex_waitv = -1;
 /* Cleared by the loader for --no-stacks: the verifier then drops count_wait()
- * and its bpf_get_stackid() call as dead code. */
+ * and its user stack walk as dead code. */
 const volatile bool with_stacks = true;
 
-/* bpf_get_stackid() failures (the wait is still counted, under stack -1). */
-__u64 stack_errors;
-
-/* The futex wait a thread is in (ts 0: none), per tid. */
+/* The futex wait a thread is in (ts 0: none), in the thread's task storage
+ * (no hash lookup, freed with the task). */
 struct wait_start {
 	__u64 ts;
 	__u64 uaddr;
@@ -58,9 +57,9 @@ struct wait_start {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_THREADS);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct wait_start);
 } starts SEC(".maps");
 
@@ -77,13 +76,6 @@ struct {
 	__type(key, struct wait_key);
 	__type(value, struct wait_stats);
 } waits SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, MAX_STACKS);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
 
 static struct proc_stats zero_proc;
 
@@ -164,9 +156,8 @@ static __always_inline struct proc_stats *proc_stats(__u32 tgid, __u32 op)
 static __always_inline void on_enter(int idx, __u64 uaddr)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct wait_start start = {}, *sp;
+	struct wait_start *sp;
 	struct proc_stats *ps;
-	__u32 tid = pid_tgid;
 
 	if (idx < 0)
 		return;
@@ -175,16 +166,15 @@ static __always_inline void on_enter(int idx, __u64 uaddr)
 			__sync_fetch_and_add(&ps->count, 1);
 		return;
 	}
-	start.ts = bpf_ktime_get_ns();
-	start.uaddr = uaddr;
-	start.op = idx;
-	/* A thread's entry is reused (ts 0: no wait in progress) rather than
-	 * deleted and inserted again for every wait. */
-	sp = bpf_map_lookup_elem(&starts, &tid);
-	if (sp)
-		*sp = start;
-	else if (bpf_map_update_elem(&starts, &tid, &start, BPF_ANY))
+	sp = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), NULL,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!sp) {
 		count_lost();
+		return;
+	}
+	sp->ts = bpf_ktime_get_ns();
+	sp->uaddr = uaddr;
+	sp->op = idx;
 }
 
 /* futex_waitv(waiters, ...): the lock is named by the first waiter's address
@@ -197,18 +187,13 @@ static __always_inline __u64 waitv_uaddr(__u64 waiters)
 	return uaddr;
 }
 
-static __always_inline void count_wait(void *ctx, __u32 tgid, const struct wait_start *start,
-				       __u64 delta)
+static __always_inline void count_wait(__u32 tgid, const struct wait_start *start, __u64 delta)
 {
 	struct wait_key key = { .uaddr = start->uaddr, .tgid = tgid };
 	struct wait_stats *ws;
 	long err;
 
-	key.stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	if (key.stack_id < 0) {
-		__sync_fetch_and_add(&stack_errors, 1);
-		key.stack_id = -1;
-	}
+	key.stack = user_stack();
 	ws = bpf_map_lookup_elem(&waits, &key);
 	if (!ws) {
 		struct wait_stats init = { .waits = 1, .wait_ns = delta };
@@ -230,16 +215,15 @@ static __always_inline void count_wait(void *ctx, __u32 tgid, const struct wait_
 
 /* Runs for every syscall exit of target threads in the raw fallback: only a
  * thread in a futex wait has a `starts` entry with a start time. */
-static __always_inline int on_exit(void *ctx, long ret)
+static __always_inline int on_exit(long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), now, delta;
 	struct wait_start *sp, start;
 	struct proc_stats *ps;
-	__u32 tid = pid_tgid;
 
 	if (!is_target(pid_tgid >> 32))
 		return 0;
-	sp = bpf_map_lookup_elem(&starts, &tid);
+	sp = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), NULL, 0);
 	if (!sp || !sp->ts)
 		return 0;
 	now = bpf_ktime_get_ns();
@@ -260,7 +244,7 @@ static __always_inline int on_exit(void *ctx, long ret)
 	__sync_fetch_and_add(&ps->total_ns, delta);
 	__sync_fetch_and_add(&ps->hist[log2_slot(delta)], 1);
 	if (with_stacks)
-		count_wait(ctx, pid_tgid >> 32, &start, delta);
+		count_wait(pid_tgid >> 32, &start, delta);
 	return 0;
 }
 
@@ -279,11 +263,8 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 
 static __always_inline int on_process_exit(void)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = pid_tgid;
-
-	if (target_exit(pid_tgid >> 32))
-		bpf_map_delete_elem(&starts, &tid);
+	/* A thread's wait start goes with its task storage. */
+	target_exit(bpf_get_current_pid_tgid() >> 32);
 	return 0;
 }
 
@@ -299,7 +280,7 @@ int fx_enter_tp(struct syscall_trace_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_futex")
 int fx_exit_tp(struct syscall_trace_exit *ctx)
 {
-	return on_exit(ctx, ctx->ret);
+	return on_exit(ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_enter_futex_waitv")
@@ -313,7 +294,7 @@ int fx_wv_enter_tp(struct syscall_trace_enter *ctx)
 SEC("tracepoint/syscalls/sys_exit_futex_waitv")
 int fx_wv_exit_tp(struct syscall_trace_exit *ctx)
 {
-	return on_exit(ctx, ctx->ret);
+	return on_exit(ctx->ret);
 }
 
 /* Fallback without tracefs: every syscall's raw entry/exit, filtered by number. */
@@ -326,7 +307,7 @@ int BPF_PROG(fx_sysenter_btf, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(fx_sysexit_btf, struct pt_regs *regs, long ret)
 {
-	return on_exit(ctx, ret);
+	return on_exit(ret);
 }
 
 SEC("raw_tp/sys_enter")
@@ -338,7 +319,7 @@ int BPF_PROG(fx_sysenter_raw, struct pt_regs *regs, long id)
 SEC("raw_tp/sys_exit")
 int BPF_PROG(fx_sysexit_raw, struct pt_regs *regs, long ret)
 {
-	return on_exit(ctx, ret);
+	return on_exit(ret);
 }
 
 SEC("tp_btf/sched_process_fork")

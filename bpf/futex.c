@@ -126,24 +126,15 @@ static void snapshot_targets(void *arg)
 		       sizeof(struct proc_stats), snapshot_one, c);
 }
 
-/* "comm;root;...;leaf": the stack map holds the innermost frame first. */
+/* "comm;root;...;leaf". */
 static char *fold_stack(struct syms *syms, int stacks_fd, const struct wait_key *key,
 			const char *comm)
 {
-	__u64 ips[MAX_STACK_DEPTH] = {};
 	struct strbuf b = {};
-	char buf[256];
-	int n = 0, i;
 
 	sb_frame(&b, comm[0] ? comm : "?");
-	if (key->stack_id < 0 || bpf_map_lookup_elem(stacks_fd, &key->stack_id, ips)) {
+	if (!sb_user_stack(&b, syms, stacks_fd, key->stack, key->tgid, true))
 		sb_frame(&b, "[missing stack]");
-		return b.s;
-	}
-	while (n < MAX_STACK_DEPTH && ips[n])
-		n++;
-	for (i = n - 1; i >= 0; i--)
-		sb_frame(&b, syms_name(syms, key->tgid, ips[i], i > 0, buf, sizeof(buf)));
 	return b.s;
 }
 
@@ -428,7 +419,7 @@ int main(int argc, char **argv)
 		 * they are created as small as the kernel allows. */
 		skel->rodata->with_stacks = false;
 		bpf_map__set_max_entries(skel->maps.waits, 1);
-		bpf_map__set_max_entries(skel->maps.stacks, 1);
+		bpf_map__set_max_entries(skel->maps.user_stacks, 1);
 	}
 
 	err = futex_bpf__load(skel);
@@ -464,7 +455,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < r.nwaits; i++) {
 		struct proc *p = find_proc(&r, r.waits[i].key.tgid);
 
-		r.waits[i].folded = fold_stack(c.syms, bpf_map__fd(skel->maps.stacks),
+		r.waits[i].folded = fold_stack(c.syms, bpf_map__fd(skel->maps.user_stacks),
 					       &r.waits[i].key, p ? p->comm : "");
 	}
 

@@ -4,9 +4,6 @@
 
 #include "shared.h"
 
-/* Max user stack depth walked (perf's default kernel.perf_event_max_stack). */
-#define MAX_STACK_DEPTH 127
-
 /* The waiting operations reported, plus OP_WAKE for every call that wakes
  * (WAKE, WAKE_BITSET, WAKE_OP, UNLOCK_PI, REQUEUE, CMP_REQUEUE(_PI)). */
 enum futex_op_index {
@@ -46,8 +43,9 @@ struct proc_stats {
 /* As futexctn: a lock is its futex address, a contention site its user stack. */
 struct wait_key {
 	__u64 uaddr;
+	__u64 stack; /* its hash in user_stacks */
 	__u32 tgid;
-	__s32 stack_id; /* < 0: the stack could not be taken */
+	__u32 pad;
 };
 
 struct wait_stats {

@@ -13,6 +13,7 @@
 
 #include "offwake.h"
 #include "common.bpf.h"
+#include "user_stack.bpf.h"
 
 #define MAX_ENTRIES 16384
 #define MAX_STACKS 16384
@@ -38,11 +39,10 @@ const volatile __s64 preempt_count_from_rq = 0;
 #define SOFTIRQ_OFFSET 0x00000100
 #define PREEMPT_MASK 0x000000ff
 
-/* Stacks not taken: a kernel stack's bpf_get_stackid() -EEXIST is a
- * collision in the stack map (its bucket holds another stack); any other
- * error, or a full user stack map, is an error. Both are reported. */
+/* Kernel stacks not taken: bpf_get_stackid() -EEXIST is a collision in the
+ * stack map (its bucket holds another stack), any other error counts in
+ * stack_errors (user_stack.bpf.h) with the user stacks not stored. */
 __u64 stack_collisions;
-__u64 stack_errors;
 
 struct waker {
 	__u64 user_stack;
@@ -85,33 +85,6 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_STACKS);
-	__type(key, __u64);
-	__type(value, struct user_stack);
-} user_stacks SEC(".maps");
-
-#define CHUNK 512
-#define KNOWN 64
-
-/* Per CPU, where a user stack is walked (too large for the BPF stack): the
- * stack, the piece of user memory its frames are read from, and the hashes of
- * the last stacks stored from this CPU (user_stacks only grows, so a hash
- * found here needs no lookup there). */
-struct walk {
-	struct user_stack st;
-	__u64 known[KNOWN];
-	__u8 chunk[CHUNK];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct walk);
-} walks SEC(".maps");
 
 struct task_struct___pre_5_14 {
 	long state;
@@ -166,89 +139,6 @@ static __always_inline __s32 kernel_stack_id(void *ctx)
 	else
 		__sync_fetch_and_add(&stack_errors, 1);
 	return id;
-}
-
-struct frame {
-	__u64 next;
-	__u64 ret;
-};
-
-/* current's user stack, walked by its frame pointers as perf's
- * perf_callchain_user() does (the user ip, then the return address of every
- * frame), stored in user_stacks under a 64-bit hash of its frames: returns
- * that hash, or 0 for a task without a user stack (a kernel thread).
- * Walked here rather than by bpf_get_stackid(BPF_F_USER_STACK), whose two
- * user-memory reads per frame were most of the programs' cost (bpf/README.md,
- * Cost): frames lie close together, so one read of up to CHUNK bytes takes
- * several of them. The hash also gives every distinct stack its own entry,
- * where the stack map's 16384 buckets dropped a stack whose bucket was taken,
- * and the walk stops at a null frame pointer instead of faulting on it. */
-static __always_inline __u64 user_stack(void)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 fp, hash, base = 0, end = 0, off, len;
-	struct frame *frame;
-	struct pt_regs *regs;
-	struct walk *w;
-	__u32 zero = 0, i;
-	long err;
-
-	if (!task->mm)
-		return 0;
-	w = bpf_map_lookup_elem(&walks, &zero);
-	if (!w)
-		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	w->st.ips[0] = regs->ip;
-	fp = regs->bp;
-	hash = 0xcbf29ce484222325ULL ^ regs->ip;
-	for (i = 1; i < MAX_STACK_DEPTH; i++) {
-		if (!fp)
-			break;
-		/* Frames are near each other: one read takes several, up to the
-		 * end of fp's page (a read that a frame's own read would not
-		 * fault on). */
-		if (fp < base || fp + sizeof(*frame) > end) {
-			len = ((fp | 4095) + 1) - fp;
-			if (len > CHUNK)
-				len = CHUNK;
-			if (len < sizeof(*frame))
-				len = sizeof(*frame);
-			if (bpf_probe_read_user(w->chunk, len, (void *)fp))
-				break;
-			base = fp;
-			end = fp + len;
-		}
-		off = fp - base;
-		if (off > CHUNK - sizeof(*frame))
-			break;
-		frame = (struct frame *)(w->chunk + off);
-		if (!frame->ret)
-			break;
-		w->st.ips[i] = frame->ret;
-		hash = (hash ^ frame->ret) * 0x100000001b3ULL;
-		/* Frames are at rising addresses toward the root: anything else is
-		 * not a frame pointer (glibc's code keeps none). */
-		if (frame->next <= fp) {
-			i++;
-			break;
-		}
-		fp = frame->next;
-	}
-	w->st.nr = i;
-	hash = (hash ^ i) * 0x100000001b3ULL;
-	hash |= 1; /* 0 is no stack */
-	if (w->known[hash % KNOWN] == hash)
-		return hash;
-	if (!bpf_map_lookup_elem(&user_stacks, &hash)) {
-		err = bpf_map_update_elem(&user_stacks, &hash, &w->st, BPF_NOEXIST);
-		if (err && err != -EEXIST) { /* the map is full */
-			__sync_fetch_and_add(&stack_errors, 1);
-			return hash;
-		}
-	}
-	w->known[hash % KNOWN] = hash;
-	return hash;
 }
 
 /* prev is current: its stacks are taken here, while it goes off CPU. */

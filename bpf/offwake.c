@@ -160,54 +160,15 @@ static const char *lost_frame(__s32 id)
 	return "[stack lost]";
 }
 
-/* Appends frames (leaf first in ips): root first (the blocked side) or leaf
- * first (the waker). */
-static void add_frames(struct strbuf *b, const __u64 *ips, int n, bool user, bool root_first,
-		       struct syms *syms, const struct ksyms *ksyms, pid_t tgid)
-{
-	char buf[256];
-	const char *name;
-	int first = 0, i, k;
-
-	/* The kernel stack's innermost frames are our own program and the
-	 * tracepoint's call into it: left out. */
-	while (!user && first < n && (name = ksyms_name(ksyms, ips[first])) &&
-	       (!strncmp(name, "bpf_prog_", 9) || !strncmp(name, "bpf_trace_run", 13) ||
-		!strncmp(name, "__bpf_trace_", 12) || !strncmp(name, "__traceiter_", 12)))
-		first++;
-	for (k = 0; k < n - first; k++) {
-		i = root_first ? n - 1 - k : first + k;
-		if (user) {
-			name = syms_name(syms, tgid, ips[i], i > 0, buf, sizeof(buf));
-			sb_frame(b, name);
-		} else {
-			name = ksyms_name(ksyms, ips[i]);
-			snprintf(buf, sizeof(buf), "%s_[k]", name ? name : "[unknown]");
-			sb_frame(b, buf);
-		}
-	}
-}
-
-/* A user stack by its hash (0: none, no frame at all). */
-static void add_user_stack(struct strbuf *b, int fd, __u64 hash, bool root_first,
-			   struct syms *syms, pid_t tgid)
-{
-	struct user_stack st;
-
-	if (!hash)
-		return;
-	if (bpf_map_lookup_elem(fd, &hash, &st) || st.nr > MAX_STACK_DEPTH) {
-		sb_frame(b, "[stack lost]");
-		return;
-	}
-	add_frames(b, st.ips, st.nr, true, root_first, syms, NULL, tgid);
-}
-
+/* Appends a kernel stack: root first (the blocked side) or leaf first (the
+ * waker). */
 static void add_kernel_stack(struct strbuf *b, int fd, __s32 id, bool root_first,
 			     const struct ksyms *ksyms)
 {
 	__u64 ips[MAX_STACK_DEPTH] = {};
-	int n = 0;
+	char buf[256];
+	const char *name;
+	int n = 0, first = 0, i, k;
 
 	if (id < 0 || bpf_map_lookup_elem(fd, &id, ips)) {
 		sb_frame(b, lost_frame(id));
@@ -215,7 +176,26 @@ static void add_kernel_stack(struct strbuf *b, int fd, __s32 id, bool root_first
 	}
 	while (n < MAX_STACK_DEPTH && ips[n])
 		n++;
-	add_frames(b, ips, n, false, root_first, NULL, ksyms, 0);
+	/* The innermost frames are our own program and the tracepoint's call
+	 * into it: left out. */
+	while (first < n && (name = ksyms_name(ksyms, ips[first])) &&
+	       (!strncmp(name, "bpf_prog_", 9) || !strncmp(name, "bpf_trace_run", 13) ||
+		!strncmp(name, "__bpf_trace_", 12) || !strncmp(name, "__traceiter_", 12)))
+		first++;
+	for (k = 0; k < n - first; k++) {
+		i = root_first ? n - 1 - k : first + k;
+		name = ksyms_name(ksyms, ips[i]);
+		snprintf(buf, sizeof(buf), "%s_[k]", name ? name : "[unknown]");
+		sb_frame(b, buf);
+	}
+}
+
+/* A user stack by its hash (0: none, no frame at all). */
+static void add_user_stack(struct strbuf *b, int fd, __u64 hash, bool root_first,
+			   struct syms *syms, pid_t tgid)
+{
+	if (hash && !sb_user_stack(b, syms, fd, hash, tgid, root_first))
+		sb_frame(b, "[stack lost]");
 }
 
 /* Whether the waker's kernel stack shows it woke from a hardware interrupt (a

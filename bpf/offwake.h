@@ -4,18 +4,6 @@
 
 #include "shared.h"
 
-/* Max stack depth walked (perf's default kernel.perf_event_max_stack). */
-#define MAX_STACK_DEPTH 127
-
-/* A user stack as the programs walk it (frame pointers, leaf first: the
- * user ip, then return addresses), keyed in their map by a 64-bit hash of
- * its frames. */
-struct user_stack {
-	__u32 nr;
-	__u32 pad;
-	__u64 ips[MAX_STACK_DEPTH];
-};
-
 /* The task state a blocked interval is recorded with: the low bits of
  * prev_state (TASK_INTERRUPTIBLE 1, TASK_UNINTERRUPTIBLE 2, ...), or
  * STATE_PREEMPTED for a task switched out while runnable (no waker then). */

@@ -15,4 +15,16 @@
 #define PID_MAX_LIMIT (4 * 1024 * 1024)
 #define TARGET_WORDS (PID_MAX_LIMIT / 64)
 
+/* Max stack depth walked (perf's default kernel.perf_event_max_stack). */
+#define MAX_STACK_DEPTH 127
+
+/* A user stack as the programs walk it (user_stack.bpf.h; frame pointers,
+ * leaf first: the user ip, then return addresses), keyed in their
+ * user_stacks map by a 64-bit hash of its frames. */
+struct user_stack {
+	__u32 nr;
+	__u32 pad;
+	__u64 ips[MAX_STACK_DEPTH];
+};
+
 #endif /* SHARED_H */

@@ -8,9 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/sysmacros.h>
+#include <bpf/bpf.h>
 
 #include "common.h"
 #include "demangle.h"
+#include "shared.h"
 #include "syms.h"
 
 struct sym {
@@ -447,4 +449,20 @@ const char *syms_name(struct syms *s, pid_t pid, __u64 addr, bool return_addr, c
 	}
 	snprintf(buf, len, "%s+0x%llx", m->name, (unsigned long long)(addr - m->start + m->pgoff));
 	return buf;
+}
+
+bool sb_user_stack(struct strbuf *b, struct syms *s, int fd, __u64 hash, pid_t pid,
+		   bool root_first)
+{
+	struct user_stack st;
+	char buf[256];
+	__u32 k, i;
+
+	if (!hash || bpf_map_lookup_elem(fd, &hash, &st) || st.nr > MAX_STACK_DEPTH)
+		return false;
+	for (k = 0; k < st.nr; k++) {
+		i = root_first ? st.nr - 1 - k : k;
+		sb_frame(b, syms_name(s, pid, st.ips[i], i > 0, buf, sizeof(buf)));
+	}
+	return true;
 }

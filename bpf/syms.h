@@ -25,4 +25,11 @@ void syms_snapshot(struct syms *s, pid_t pid);
 const char *syms_name(struct syms *s, pid_t pid, __u64 addr, bool return_addr, char *buf,
 		      size_t len);
 
+struct strbuf;
+/* Appends the user stack stored under hash in a collector's user_stacks map
+ * (user_stack.bpf.h; fd), named as syms_name() does, root first or leaf
+ * first; false, appending nothing, if the map does not hold it. */
+bool sb_user_stack(struct strbuf *b, struct syms *s, int fd, __u64 hash, pid_t pid,
+		   bool root_first);
+
 #endif /* SYMS_H */
