@@ -108,8 +108,10 @@ test: deps lint test-rust test-loom test-go test-python
 lint: python-env
 	cd $(TIMERS) && cargo fmt --all --check
 	cd $(TIMERS) && cargo fmt --manifest-path legacy/Cargo.toml --check
+	cd $(TIMERS) && cargo fmt --manifest-path sharded/Cargo.toml --check
 	cd $(TIMERS) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(TIMERS) && cargo clippy --locked --manifest-path legacy/Cargo.toml -- -D warnings
+	cd $(TIMERS) && cargo clippy --locked --manifest-path sharded/Cargo.toml -- -D warnings
 	cd $(TOKENBUCKET) && cargo fmt --all --check
 	cd $(TOKENBUCKET) && cargo clippy --locked --workspace --all-targets -- -D warnings
 	cd $(SUITE_CLI) && cargo fmt --all --check
@@ -126,6 +128,7 @@ lint: python-env
 test-rust:
 	cd $(TIMERS) && cargo test --locked --workspace
 	cd $(TIMERS) && cargo test --locked --manifest-path legacy/Cargo.toml
+	cd $(TIMERS) && cargo test --locked --manifest-path sharded/Cargo.toml
 	cd $(TOKENBUCKET) && cargo test --locked --workspace
 	cd $(SUITE_CLI) && cargo test --locked --workspace
 	cd $(IO) && cargo test --locked --workspace

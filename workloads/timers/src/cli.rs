@@ -1,6 +1,6 @@
-//! The command line of `timers-bench` (and of `timers-bench-legacy`, the same program built
-//! against tokio 1.37): `describe`, `check`, `run` and `serve`, following
-//! `docs/workload-contract.md`.
+//! The command line of `timers-bench` (and of `timers-bench-legacy` and
+//! `timers-bench-sharded`, the same program built against tokio 1.37 and 1.44): `describe`,
+//! `check`, `run` and `serve`, following `docs/workload-contract.md`.
 //!
 //! Exit codes: 0 = done, 2 = bad input (one line on stderr naming it and the valid choices),
 //! 1 = the run failed (the reason on stderr).
@@ -21,10 +21,6 @@ use crate::server::{Server, ServerConfig};
 use crate::strategy::StrategyKind;
 use crate::timer_ops;
 
-/// Name of the binary built against tokio 1.37.
-pub const LEGACY_BIN: &str = "timers-bench-legacy";
-/// The only strategy the legacy binary runs.
-const LEGACY_STRATEGY: StrategyKind = StrategyKind::TokioTimeoutLegacy;
 /// Parameters the server takes from the run.
 const SERVER_PARAMS: &[&str] = &[
     "server_threads",
@@ -35,13 +31,55 @@ const SERVER_PARAMS: &[&str] = &[
     "seed",
 ];
 
-/// Which build this is.
+/// Which build this is: `timers-bench` on the current tokio, or one built in its own crate
+/// against an older tokio, which runs only its one strategy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flavor {
-    /// `timers-bench`: the current tokio; hands `tokio-timeout-legacy` to the legacy binary.
+    /// `timers-bench`: the current tokio; hands the older builds' strategies to them.
     Current,
-    /// `timers-bench-legacy`: tokio 1.37; runs only `tokio-timeout-legacy`.
+    /// `timers-bench-legacy` (`legacy/`): tokio 1.37, one timer wheel under one lock.
     Legacy,
+    /// `timers-bench-sharded` (`sharded/`): tokio 1.44, the sharded timer wheel.
+    Sharded,
+}
+
+impl Flavor {
+    const OLDER: [Flavor; 2] = [Flavor::Legacy, Flavor::Sharded];
+
+    /// The executable's name.
+    pub fn bin(self) -> &'static str {
+        match self {
+            Flavor::Current => "timers-bench",
+            Flavor::Legacy => "timers-bench-legacy",
+            Flavor::Sharded => "timers-bench-sharded",
+        }
+    }
+
+    /// The one strategy an older build runs (`None`: the current build runs the others).
+    fn only(self) -> Option<StrategyKind> {
+        match self {
+            Flavor::Current => None,
+            Flavor::Legacy => Some(StrategyKind::TokioTimeoutLegacy),
+            Flavor::Sharded => Some(StrategyKind::TokioTimeoutSharded),
+        }
+    }
+
+    /// The build that runs `kind`.
+    fn running(kind: StrategyKind) -> Flavor {
+        Flavor::OLDER
+            .into_iter()
+            .find(|f| f.only() == Some(kind))
+            .unwrap_or(Flavor::Current)
+    }
+
+    /// The crate directory of an older build, under `workloads/timers`.
+    fn crate_dir(self) -> &'static str {
+        match self {
+            Flavor::Current => ".",
+            Flavor::Legacy => "legacy",
+            Flavor::Sharded => "sharded",
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -78,12 +116,8 @@ struct Plan {
 
 /// Runs the command line of `flavor`.
 pub fn main(flavor: Flavor) -> ExitCode {
-    let name = match flavor {
-        Flavor::Current => "timers-bench",
-        Flavor::Legacy => LEGACY_BIN,
-    };
     let command = match cli::parse_verbs(
-        name,
+        flavor.bin(),
         env!("CARGO_PKG_VERSION"),
         "Timer strategies for request timeouts under a cql-stress-like load",
     ) {
@@ -112,12 +146,13 @@ fn plan(flavor: Flavor, args: &RunArgs) -> Result<Plan, BadInput> {
             StrategyKind::names()
         ))
     })?;
-    if flavor == Flavor::Legacy && kind != LEGACY_STRATEGY {
+    if let Some(only) = flavor.only().filter(|&only| only != kind) {
         return Err(BadInput(format!(
-            "{LEGACY_BIN} runs only strategy '{}', not '{}' (valid: {}; run the others with timers-bench)",
-            LEGACY_STRATEGY.name(),
+            "{} runs only strategy '{}', not '{}' (valid: {}; run the others with timers-bench)",
+            flavor.bin(),
+            only.name(),
             kind.name(),
-            LEGACY_STRATEGY.name()
+            only.name()
         )));
     }
     let scenario = params::scenario(args.scenario.as_deref())?;
@@ -141,8 +176,9 @@ fn run(flavor: Flavor, args: RunArgs) -> ExitCode {
         Ok(plan) => plan,
         Err(e) => return bad_input(&e),
     };
-    if flavor == Flavor::Current && plan.kind == LEGACY_STRATEGY {
-        return exec_legacy();
+    let runs_it = Flavor::running(plan.kind);
+    if flavor != runs_it {
+        return exec_older(runs_it, plan.kind);
     }
     match execute(&plan, args.gate) {
         Ok(violations) if violations.is_empty() => ExitCode::SUCCESS,
@@ -156,18 +192,20 @@ fn run(flavor: Flavor, args: RunArgs) -> ExitCode {
     }
 }
 
-/// Hands the run over to the legacy binary next to this one, with the same arguments.
-fn exec_legacy() -> ExitCode {
-    let path = match process::sibling(LEGACY_BIN) {
+/// Hands the run of `kind` over to `older`'s binary next to this one, with the same
+/// arguments.
+fn exec_older(older: Flavor, kind: StrategyKind) -> ExitCode {
+    let path = match process::sibling(older.bin()) {
         Ok(path) => path,
         Err(e) => return failed(&format!("cannot locate this executable: {e}")),
     };
     let err = process::exec(&path, std::env::args_os().skip(1));
     failed(&format!(
         "strategy '{}' runs in {}, which cannot be started: {err} (build it with the same \
-         profile: cargo build --release --manifest-path workloads/timers/legacy/Cargo.toml)",
-        LEGACY_STRATEGY.name(),
-        path.display()
+         profile: cargo build --release --manifest-path workloads/timers/{}/Cargo.toml)",
+        kind.name(),
+        path.display(),
+        older.crate_dir()
     ))
 }
 

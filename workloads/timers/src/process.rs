@@ -1,5 +1,5 @@
 //! Child processes of the `run` command: the server it starts (tied to the client's life)
-//! and the legacy binary it hands `tokio-timeout-legacy` runs to.
+//! and the older builds it hands `tokio-timeout-legacy` and `tokio-timeout-sharded` runs to.
 
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufReader};

@@ -7,7 +7,7 @@
 //! and so cancel the timeout. The partner completes the request after `service_time_us`
 //! (0: after one yield), as the router completes an answered request:
 //! - `none`: no timer (the cost of the loop itself, the baseline);
-//! - `tokio-timeout`, `-alt`, `-legacy`: the wait wrapped in `tokio::time::timeout`,
+//! - `tokio-timeout`, `-alt`, `-legacy`, `-sharded`: the wait wrapped in `tokio::time::timeout`,
 //!   registered in the runtime's timer driver on the first pending poll and deregistered
 //!   when the answer wins, both under the driver's lock;
 //! - `event-executor`, `hashed-wheel(-offload)`, `scheduled-executor`: the timeout is
@@ -72,7 +72,8 @@ impl Arming {
             StrategyKind::None => Arming::None,
             StrategyKind::TokioTimeout
             | StrategyKind::TokioTimeoutAlt
-            | StrategyKind::TokioTimeoutLegacy => Arming::Tokio(params.timeout),
+            | StrategyKind::TokioTimeoutLegacy
+            | StrategyKind::TokioTimeoutSharded => Arming::Tokio(params.timeout),
             StrategyKind::ScheduledExecutor
             | StrategyKind::EventExecutor
             | StrategyKind::HashedWheel

@@ -44,6 +44,7 @@ fn describe_is_the_contract_document() {
             "tokio-timeout",
             "tokio-timeout-alt",
             "tokio-timeout-legacy",
+            "tokio-timeout-sharded",
             "deadline-tracker",
             "scheduled-executor",
             "event-executor",
@@ -425,19 +426,21 @@ fn an_ungated_open_loop_run_reads_and_keeps_its_rate() {
     assert_eq!(r["timeouts"], 0);
 }
 
-/// A private copy of the binary in a fresh directory, optionally with a stand-in
-/// `timers-bench-legacy` next to it.
-fn isolated_copy(name: &str, legacy_stand_in: Option<&str>) -> std::path::PathBuf {
+/// A private copy of the binary in a fresh directory, optionally with stand-ins for
+/// `timers-bench-legacy` and `timers-bench-sharded` next to it.
+fn isolated_copy(name: &str, older_stand_in: Option<&str>) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("timers-cli-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("timers-bench");
     std::fs::copy(BIN, &exe).unwrap();
-    if let Some(script) = legacy_stand_in {
+    if let Some(script) = older_stand_in {
         use std::os::unix::fs::PermissionsExt;
-        let stand_in = dir.join("timers-bench-legacy");
-        std::fs::write(&stand_in, script).unwrap();
-        std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for (older, _) in OLDER {
+            let stand_in = dir.join(older);
+            std::fs::write(&stand_in, script.replace("NAME", older)).unwrap();
+            std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
     }
     exe
 }
@@ -456,55 +459,67 @@ fn spawn_copy(command: &mut Command) -> Child {
     command.spawn().unwrap()
 }
 
-const LEGACY_ARGS: &[&str] = &[
-    "run",
-    "--strategy",
-    "tokio-timeout-legacy",
-    "--duration-s",
-    "1",
-    "--warmup-s",
-    "0",
-    "--param",
-    "threads=2",
+/// The builds against older tokios and the strategy each runs.
+const OLDER: [(&str, &str); 2] = [
+    ("timers-bench-legacy", "tokio-timeout-legacy"),
+    ("timers-bench-sharded", "tokio-timeout-sharded"),
 ];
 
+fn older_args(strategy: &str) -> Vec<&str> {
+    let args = [
+        "run",
+        "--strategy",
+        strategy,
+        "--duration-s",
+        "1",
+        "--warmup-s",
+        "0",
+    ];
+    [&args[..], &["--param", "threads=2"]].concat()
+}
+
 #[test]
-fn the_legacy_strategy_is_handed_to_the_sibling_binary() {
+fn the_older_tokios_strategies_are_handed_to_their_sibling_binaries() {
     let exe = isolated_copy(
         "handoff",
-        Some("#!/bin/sh\necho \"legacy pid $$ args: $*\"\nexit 7\n"),
+        Some("#!/bin/sh\necho \"NAME pid $$ args: $*\"\nexit 7\n"),
     );
-    let child = spawn_copy(Command::new(&exe).args(LEGACY_ARGS).stdout(Stdio::piped()));
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(7), "the stand-in's exit code");
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    // Exec, not a child: same pid, same arguments.
-    assert_eq!(
-        stdout.trim(),
-        format!("legacy pid {pid} args: {}", LEGACY_ARGS.join(" "))
-    );
+    for (older, strategy) in OLDER {
+        let args = older_args(strategy);
+        let child = spawn_copy(Command::new(&exe).args(&args).stdout(Stdio::piped()));
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(7), "the stand-in's exit code");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        // Exec, not a child: same pid, same arguments.
+        assert_eq!(
+            stdout.trim(),
+            format!("{older} pid {pid} args: {}", args.join(" "))
+        );
+    }
     std::fs::remove_dir_all(exe.parent().unwrap()).unwrap();
 }
 
 #[test]
-fn a_missing_legacy_binary_is_a_clear_failure() {
+fn a_missing_older_binary_is_a_clear_failure() {
     let exe = isolated_copy("missing", None);
     let piped = |command: &mut Command| {
         let command = command.stdout(Stdio::piped()).stderr(Stdio::piped());
         spawn_copy(command).wait_with_output().unwrap()
     };
-    let out = piped(Command::new(&exe).args(LEGACY_ARGS));
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("timers-bench-legacy"), "{stderr}");
-    assert!(stderr.contains("legacy/Cargo.toml"), "{stderr}");
-    // Bad input is still reported as such before the hand-off.
-    let out = piped(
-        Command::new(&exe)
-            .args(LEGACY_ARGS)
-            .args(["--param", "threads=0"]),
-    );
-    assert_eq!(out.status.code(), Some(2));
+    for ((older, strategy), dir) in OLDER.into_iter().zip(["legacy", "sharded"]) {
+        let out = piped(Command::new(&exe).args(older_args(strategy)));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(older), "{stderr}");
+        assert!(stderr.contains(&format!("{dir}/Cargo.toml")), "{stderr}");
+        // Bad input is still reported as such before the hand-off.
+        let out = piped(
+            Command::new(&exe)
+                .args(older_args(strategy))
+                .args(["--param", "threads=0"]),
+        );
+        assert_eq!(out.status.code(), Some(2));
+    }
     std::fs::remove_dir_all(exe.parent().unwrap()).unwrap();
 }

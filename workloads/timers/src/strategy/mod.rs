@@ -3,8 +3,9 @@
 //!
 //! One module per strategy family:
 //! - [`no_timeout`]: `none`, the baseline;
-//! - [`tokio_timeout`]: `tokio-timeout`, `tokio-timeout-alt`, `tokio-timeout-legacy`
-//!   (one tokio timer per request; the three differ only in the tokio they run on);
+//! - [`tokio_timeout`]: `tokio-timeout`, `tokio-timeout-alt`, `tokio-timeout-legacy`,
+//!   `tokio-timeout-sharded` (one tokio timer per request; they differ only in the tokio they
+//!   run on);
 //! - [`router_deadlines`]: `deadline-tracker` (deadlines kept by the connection router);
 //! - [`engine`]: `event-executor` (lettuce up to 6.3.1), `hashed-wheel-offload` (lettuce
 //!   6.3.2), and for comparison `scheduled-executor` (Java's `ScheduledThreadPoolExecutor`)
@@ -31,6 +32,7 @@ pub enum StrategyKind {
     TokioTimeout,
     TokioTimeoutAlt,
     TokioTimeoutLegacy,
+    TokioTimeoutSharded,
     DeadlineTracker,
     ScheduledExecutor,
     EventExecutor,
@@ -40,11 +42,12 @@ pub enum StrategyKind {
 
 impl StrategyKind {
     /// Every strategy, the baseline first.
-    pub const ALL: [StrategyKind; 9] = [
+    pub const ALL: [StrategyKind; 10] = [
         StrategyKind::None,
         StrategyKind::TokioTimeout,
         StrategyKind::TokioTimeoutAlt,
         StrategyKind::TokioTimeoutLegacy,
+        StrategyKind::TokioTimeoutSharded,
         StrategyKind::DeadlineTracker,
         StrategyKind::ScheduledExecutor,
         StrategyKind::EventExecutor,
@@ -59,6 +62,7 @@ impl StrategyKind {
             StrategyKind::TokioTimeout => "tokio-timeout",
             StrategyKind::TokioTimeoutAlt => "tokio-timeout-alt",
             StrategyKind::TokioTimeoutLegacy => "tokio-timeout-legacy",
+            StrategyKind::TokioTimeoutSharded => "tokio-timeout-sharded",
             StrategyKind::DeadlineTracker => "deadline-tracker",
             StrategyKind::ScheduledExecutor => "scheduled-executor",
             StrategyKind::EventExecutor => "event-executor",
@@ -72,16 +76,19 @@ impl StrategyKind {
         match self {
             StrategyKind::None => "no client-side timeout (baseline)",
             StrategyKind::TokioTimeout => {
-                "each request's wait wrapped in tokio::time::timeout (one timer per request in the driver's wheel)"
+                "each request's wait wrapped in tokio::time::timeout, as the scylla driver does with request_timeout (one timer per request; today's tokio, 1.54: one wheel under one lock again since 1.45 reverted the sharding, #7226)"
             }
             StrategyKind::TokioTimeoutAlt => {
                 "tokio-timeout on a runtime with tokio's unstable per-worker alt timer"
             }
             StrategyKind::TokioTimeoutLegacy => {
-                "tokio-timeout on tokio 1.37, before the timer wheel was sharded (runs timers-bench-legacy)"
+                "tokio-timeout on tokio 1.37: one timer wheel under one lock, before tokio sharded it (runs timers-bench-legacy)"
+            }
+            StrategyKind::TokioTimeoutSharded => {
+                "tokio-timeout on tokio 1.44: the sharded timer wheel of tokio 1.38-1.44 (#6534; one wheel and lock per worker; reverted in 1.45 by #7226) (runs timers-bench-sharded)"
             }
             StrategyKind::DeadlineTracker => {
-                "deadlines kept by the connection router in its handler map, one armable timer per connection"
+                "scylla-rust-driver PR #564, never merged: deadlines kept by the connection router in its handler map, one armable timer per connection"
             }
             StrategyKind::ScheduledExecutor => {
                 "for comparison, not what lettuce used: Java's ScheduledThreadPoolExecutor (one locked heap, executor_threads workers signalled through a condition), cancelled on completion"
@@ -170,7 +177,8 @@ impl Timer {
             StrategyKind::None => Timer::None,
             StrategyKind::TokioTimeout
             | StrategyKind::TokioTimeoutAlt
-            | StrategyKind::TokioTimeoutLegacy => Timer::Tokio { timeout },
+            | StrategyKind::TokioTimeoutLegacy
+            | StrategyKind::TokioTimeoutSharded => Timer::Tokio { timeout },
             StrategyKind::DeadlineTracker => Timer::Router { timeout },
             StrategyKind::ScheduledExecutor
             | StrategyKind::EventExecutor

@@ -1,13 +1,17 @@
-//! `tokio-timeout`, `tokio-timeout-alt`, `tokio-timeout-legacy`: the waiting task wraps its
-//! wait in `tokio::time::timeout`, as the scylla driver wraps every request. The timer is
-//! registered in the runtime's timer driver on the first pending poll and deregistered when
-//! the answer wins, both under the driver's lock. On expiry the task resolves its own
-//! request as timed out, unless the answer got in first, and tells the router to orphan the
-//! stream, as the driver's dropped request future does through its `OrphanhoodNotifier`.
+//! `tokio-timeout`, `tokio-timeout-alt`, `tokio-timeout-legacy`, `tokio-timeout-sharded`: the
+//! waiting task wraps its wait in `tokio::time::timeout`, as the scylla driver wraps every
+//! request (its `request_timeout`; PR #564's deadline tracker was never merged). The timer
+//! is registered in the runtime's timer driver on the first pending poll and deregistered
+//! when the answer wins, both under the driver's lock (a shard's, on the sharded wheel). On
+//! expiry the task resolves its own request as timed out, unless the answer got in first,
+//! and tells the router to orphan the stream, as the driver's dropped request future does
+//! through its `OrphanhoodNotifier`.
 //!
-//! The three strategies run this same code; they differ in the runtime: the current tokio,
-//! the current tokio with its unstable per-worker alt timer, or tokio 1.37 (the
-//! `timers-bench-legacy` binary).
+//! The four strategies run this same code; they differ in the runtime: the current tokio
+//! (1.54: one timer wheel under one lock, as before 1.38), the current tokio with its
+//! unstable per-worker alt timer, tokio 1.37 (the `timers-bench-legacy` binary: one wheel,
+//! one lock) or tokio 1.44 (`timers-bench-sharded`: the sharded wheel of tokio 1.38 to 1.44,
+//! one wheel and lock per worker, tokio #6534, reverted in 1.45 by #7226).
 
 use std::time::Duration;
 
