@@ -79,6 +79,13 @@ def one_error_line(stderr: str) -> str:
     return errors[0]
 
 
+def refused(env: dict[str, str], *args: str) -> str:
+    """The one error line of a scratchy run the harness refuses with exit 2."""
+    done = run_harness(scratchy(*args), env)
+    assert done.returncode == 2, done.stderr
+    return one_error_line(done.stderr)
+
+
 def assert_nothing_started(env: dict[str, str], *dirs: Path) -> None:
     assert not runs_dir(env).exists() or not any(runs_dir(env).iterdir())
     assert log(env) == []  # no `scratchy.py run` at all
@@ -348,9 +355,8 @@ def test_a_missing_dir_is_refused_before_anything_starts(
     env: dict[str, str], tmp_path: Path
 ) -> None:
     missing = tmp_path / "nowhere"
-    done = run_harness(scratchy("--param", f"dir={missing}"), env)
-    assert done.returncode == 2
-    assert one_error_line(done.stderr) == (
+    line = refused(env, "--param", f"dir={missing}")
+    assert line == (
         f"harness: error: scratch folder {missing} (suite 'scratchy') does not exist: create "
         "it or choose another"
     )
@@ -362,18 +368,15 @@ def test_a_missing_dir_is_refused_before_anything_starts(
 def test_a_dir_that_is_a_file_is_refused(env: dict[str, str], tmp_path: Path) -> None:
     file = tmp_path / "plain"
     file.write_text("")
-    done = run_harness(scratchy("--param", f"dir={file}"), env)
-    assert done.returncode == 2
-    assert f"{file} is not a directory" in one_error_line(done.stderr)
+    line = refused(env, "--param", f"dir={file}")
+    assert f"{file} is not a directory" in line
     assert_nothing_started(env)
 
 
 @pytest.mark.e2e
 def test_a_read_only_dir_is_refused(env: dict[str, str], tmpfs: Path) -> None:
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
-    done = run_harness(scratchy("--param", f"dir={tmpfs}"), env)
-    assert done.returncode == 2
-    line = one_error_line(done.stderr)
+    line = refused(env, "--param", f"dir={tmpfs}")
     assert line.endswith(f"cannot write in {tmpfs}: Read-only file system"), line
     assert_nothing_started(env)
 
@@ -383,9 +386,8 @@ def test_a_dir_with_too_little_room_is_refused_before_anything_starts(
     env: dict[str, str], tmpfs: Path
 ) -> None:
     """2 MiB of scratch files do not fit a 2 MiB tmpfs with the margin."""
-    done = run_harness(scratchy("--param", f"dir={tmpfs}", "--param", "file_size_mb=2"), env)
-    assert done.returncode == 2
-    assert one_error_line(done.stderr) == (
+    line = refused(env, "--param", f"dir={tmpfs}", "--param", "file_size_mb=2")
+    assert line == (
         f"harness: error: not enough room for the scratch files in {tmpfs}: 2 MiB free on its "
         "filesystem, the run needs about 2.12 MiB there (2 MiB of scratch files + 128 KiB "
         "margin); free some space or choose another folder with --param dir=DIR"
@@ -400,9 +402,7 @@ def test_results_on_a_small_filesystem_count_the_run_directory_too(
 ) -> None:
     """The default folder is <results>/scratch: it shares the run directory's filesystem."""
     env = {**env, "HARNESS_RESULTS": str(tmpfs / "results")}
-    done = run_harness(scratchy("--param", "file_size_mb=2"), env)
-    assert done.returncode == 2
-    line = one_error_line(done.stderr)
+    line = refused(env, "--param", "file_size_mb=2")
     assert line.startswith(f"harness: error: not enough room for the scratch files in {tmpfs}/")
     assert "for the run directory); free some space or" in line, line
     assert_nothing_started(env)
