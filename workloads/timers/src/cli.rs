@@ -157,11 +157,6 @@ fn plan(flavor: Flavor, args: &RunArgs) -> Result<Plan, BadInput> {
     }
     let scenario = params::scenario(args.scenario.as_deref())?;
     let params = params::resolve(Some(scenario), &args.params)?;
-    if scenario.name == timer_ops::SCENARIO {
-        if let Some(reason) = timer_ops::unsupported(kind) {
-            return Err(BadInput(reason));
-        }
-    }
     Ok(Plan {
         kind,
         scenario,

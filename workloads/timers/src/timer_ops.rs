@@ -12,10 +12,17 @@
 //!   when the answer wins, both under the driver's lock;
 //! - `event-executor`, `hashed-wheel(-offload)`, `scheduled-executor`: the timeout is
 //!   scheduled on the strategy's engine and cancelled by the partner as it resolves the
-//!   request ([`Completion::resolve`]), on the partner's thread.
-//!
-//! `deadline-tracker` keeps its deadlines in the connection router, which this scenario
-//! does not have; it is refused as bad input.
+//!   request ([`Completion::resolve`]), on the partner's thread;
+//! - `deadline-tracker` (scylla-rust-driver PR #564, never merged): the waiters are dealt
+//!   round-robin to `connections` routers, each a [`DeadlineTracker`] with its armable timer
+//!   and a timeouter task, as in the connection router: the waiter inserts its deadline (the
+//!   router's writer does at allocation; the insert arms the timer only when the deadline is
+//!   the earliest), the partner removes it before it resolves the request (the router's
+//!   reader does on the answer) and leaves the timer armed, and the timeouter pops the due
+//!   deadlines, times their requests out and re-arms the timer for the next one. The router
+//!   does all that in its one task under the handler map's lock; here the waiters and
+//!   partners of a connection run on any worker and take the tracker's mutex, which they
+//!   can contend for as the router's one task never does: an upper bound on its cost.
 //!
 //! `ns_per_op` (also under the contract's name `cpu_ns_per_op`) is the process's CPU time
 //! over the measured window (every thread: the runtime's workers and the engine's threads)
@@ -23,16 +30,18 @@
 //! (spinning, futex waits and their wake-ups) shows as more nanoseconds per op even where
 //! the machine has too few cores for the wall time to show it.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value as Json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::armable_timer::ArmableTimer;
 use crate::completion::{Completion, Outcome};
 use crate::cpu_time::{self, ProcessCpuClock};
+use crate::deadline_tracker::DeadlineTracker;
 use crate::handler_map::RequestId;
 use crate::metrics::{self, LatencyRecorder, TaskStats, TimerCounts};
 use crate::params::Params;
@@ -47,27 +56,46 @@ const MEASURE: u8 = 1;
 const STOP: u8 = 2;
 /// Added to the drain bound on top of the timeout and the service time.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// A request id is its waiter's sequence number above the waiter's index in these low bits
+/// (`concurrency` is at most 1,000,000): unique in a tracker, and it names the waiter whose
+/// completion an expired deadline times out.
+const WAITER_BITS: u32 = 20;
 
 /// How a waiter times its operation.
 enum Arming {
     None,
     Tokio(Duration),
     Engine(Engine, Duration),
+    /// `deadline-tracker`: the connections' routers, waiter `i` on router `i % len`.
+    Router(Vec<Arc<RouterDeadlines>>, Duration),
 }
 
-/// Why a strategy cannot run this scenario, if it cannot.
-pub fn unsupported(kind: StrategyKind) -> Option<String> {
-    (kind == StrategyKind::DeadlineTracker).then(|| {
-        format!(
-            "scenario '{SCENARIO}' does not run strategy '{}': its deadlines live in the \
-             connection router (valid: every other strategy)",
-            kind.name()
-        )
-    })
+/// The deadline-tracking part of one connection's router.
+struct RouterDeadlines {
+    /// Behind a mutex, as the router's handler map (which holds the tracker) is.
+    tracker: Mutex<DeadlineTracker>,
+    /// Every waiter's completion, by waiter index, for the timeouter to time out.
+    completions: Arc<[Arc<Completion>]>,
+    /// The armable timer's re-arms, published by the timeouter.
+    rearms: AtomicU64,
+}
+
+impl RouterDeadlines {
+    fn tracker(&self) -> MutexGuard<'_, DeadlineTracker> {
+        // Its critical sections cannot panic half-way in a release build.
+        self.tracker.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl Arming {
-    fn new(kind: StrategyKind, params: &Params) -> Arming {
+    /// Sets up `kind`'s timer; a router's timeouter task is spawned on `runtime`.
+    fn new(
+        kind: StrategyKind,
+        params: &Params,
+        completions: &Arc<[Arc<Completion>]>,
+        runtime: &tokio::runtime::Runtime,
+        timeouters: &mut Vec<JoinHandle<()>>,
+    ) -> Arming {
         match kind {
             StrategyKind::None => Arming::None,
             StrategyKind::TokioTimeout
@@ -83,14 +111,65 @@ impl Arming {
                 });
                 Arming::Engine(engine, params.timeout)
             }
-            StrategyKind::DeadlineTracker => unreachable!("refused by unsupported()"),
+            StrategyKind::DeadlineTracker => {
+                let routers = (0..params.connections)
+                    .map(|_| {
+                        let timer = ArmableTimer::new();
+                        let router = Arc::new(RouterDeadlines {
+                            tracker: Mutex::new(DeadlineTracker::new(timer.handle())),
+                            completions: Arc::clone(completions),
+                            rearms: AtomicU64::new(0),
+                        });
+                        timeouters.push(runtime.spawn(timeouter(Arc::clone(&router), timer)));
+                        router
+                    })
+                    .collect();
+                Arming::Router(routers, params.timeout)
+            }
         }
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         match self {
             Arming::Engine(engine, _) => engine.counters(),
-            _ => Vec::new(),
+            Arming::Router(routers, _) => {
+                let mut sum = vec![("rearms", 0)];
+                for router in routers {
+                    sum[0].1 += router.rearms.load(Ordering::Relaxed);
+                    for (name, value) in router.tracker().counters() {
+                        match sum.iter_mut().find(|(n, _)| *n == name) {
+                            Some(slot) => slot.1 += value,
+                            None => sum.push((name, value)),
+                        }
+                    }
+                }
+                sum
+            }
+            Arming::None | Arming::Tokio(_) => Vec::new(),
+        }
+    }
+
+    /// The router that waiter `index` goes through, under `deadline-tracker`.
+    fn router(&self, index: usize) -> Option<Arc<RouterDeadlines>> {
+        match self {
+            Arming::Router(routers, _) => Some(Arc::clone(&routers[index % routers.len()])),
+            _ => None,
+        }
+    }
+}
+
+/// A router's timeouter: waits for the armed deadline, pops the due ones (which re-arms the
+/// timer for the next deadline) and times their requests out, as
+/// [`router_deadlines::timeouter`](crate::strategy::router_deadlines) does.
+async fn timeouter(router: Arc<RouterDeadlines>, mut timer: ArmableTimer) {
+    let mut due = Vec::new();
+    loop {
+        let now = timer.elapsed().await;
+        router.tracker().pop_expired(now, &mut due);
+        router.rearms.store(timer.rearms(), Ordering::Relaxed);
+        for raw in due.drain(..) {
+            let waiter = (raw & ((1 << WAITER_BITS) - 1)) as usize;
+            router.completions[waiter].resolve(RequestId::from_raw(raw), Outcome::Timeout);
         }
     }
 }
@@ -192,23 +271,33 @@ pub fn run(
     duration: Duration,
     mut on_event: impl FnMut(crate::client::RunEvent),
 ) -> Result<OpsReport, String> {
-    if let Some(reason) = unsupported(kind) {
-        return Err(reason);
+    if params.concurrency >= 1 << WAITER_BITS {
+        return Err(format!(
+            "scenario '{SCENARIO}' runs fewer than {} waiters",
+            1 << WAITER_BITS
+        ));
     }
+    let completions: Arc<[Arc<Completion>]> = (0..params.concurrency)
+        .map(|_| Arc::new(Completion::new()))
+        .collect();
+    let mut timeouters = Vec::new();
     // The engine's threads start here and are joined when `shared` goes.
     let shared = Arc::new(Shared {
         phase: AtomicU8::new(WARMUP),
-        arming: Arming::new(kind, params),
+        arming: Arming::new(kind, params, &completions, runtime, &mut timeouters),
         latency: LatencyRecorder::default(),
     });
     let service = params.service_time;
-    runtime.block_on(async {
-        let tasks: Vec<JoinHandle<TaskStats>> = (0..params.concurrency)
-            .map(|_| {
-                let completion = Arc::new(Completion::new());
+    let report = runtime.block_on(async {
+        let tasks: Vec<JoinHandle<TaskStats>> = completions
+            .iter()
+            .enumerate()
+            .map(|(index, completion)| {
                 let (tx, rx) = mpsc::channel(1);
-                tokio::spawn(partner(Arc::clone(&completion), rx, service));
-                tokio::spawn(waiter(Arc::clone(&shared), completion, tx))
+                let router = shared.arming.router(index);
+                tokio::spawn(partner(Arc::clone(completion), router, rx, service));
+                let completion = Arc::clone(completion);
+                tokio::spawn(waiter(Arc::clone(&shared), index, completion, tx))
             })
             .collect();
         tokio::time::sleep(warmup).await;
@@ -247,20 +336,30 @@ pub fn run(
             cpu: cpu_time::spent(cpu_start, cpu_end),
             lost_tasks,
         })
-    })
+    });
+    for timeouter in timeouters {
+        timeouter.abort();
+    }
+    report
 }
 
-/// Completes each request it is handed after `service` (or one yield).
+/// Completes each request it is handed after `service` (or one yield); under
+/// `deadline-tracker` it first removes the request's deadline from `router`'s tracker.
 async fn partner(
     completion: Arc<Completion>,
-    mut rx: mpsc::Receiver<RequestId>,
+    router: Option<Arc<RouterDeadlines>>,
+    mut rx: mpsc::Receiver<(RequestId, Option<tokio::time::Instant>)>,
     service: Duration,
 ) {
-    while let Some(id) = rx.recv().await {
+    while let Some((id, tracked)) = rx.recv().await {
         if service.is_zero() {
             tokio::task::yield_now().await;
         } else {
             tokio::time::sleep(service).await;
+        }
+        if let (Some(router), Some(deadline)) = (&router, tracked) {
+            // False when the deadline expired first; the timer stays armed either way.
+            router.tracker().remove(deadline, id.raw());
         }
         // Loses (changes nothing) when the timeout came first.
         completion.resolve(id, Outcome::Ok);
@@ -270,12 +369,14 @@ async fn partner(
 /// Arms, hands over, waits, cancels; until the run stops.
 async fn waiter(
     shared: Arc<Shared>,
+    index: usize,
     completion: Arc<Completion>,
-    tx: mpsc::Sender<RequestId>,
+    tx: mpsc::Sender<(RequestId, Option<tokio::time::Instant>)>,
 ) -> TaskStats {
     let mut stats = TaskStats::default();
     let mut unmeasured = TimerCounts::default();
-    let mut next_id = 0u64;
+    let router = shared.arming.router(index);
+    let mut sequence = 0u64;
     loop {
         let phase = shared.phase.load(Ordering::Relaxed);
         if phase == STOP {
@@ -287,17 +388,26 @@ async fn waiter(
         } else {
             &mut unmeasured
         };
-        next_id += 1;
-        let id = RequestId::from_raw(next_id);
+        sequence += 1;
+        let id = RequestId::from_raw(sequence << WAITER_BITS | index as u64);
         let start = Instant::now();
         completion.arm(id);
-        if let Arming::Engine(engine, timeout) = &shared.arming {
-            engine.arm(0, id, &completion, start + *timeout);
+        // The deadline the partner removes from the tracker.
+        let mut tracked = None;
+        match &shared.arming {
+            Arming::Engine(engine, timeout) => engine.arm(0, id, &completion, start + *timeout),
+            Arming::Router(_, timeout) => {
+                let deadline = tokio::time::Instant::from_std(start + *timeout);
+                let router = router.as_ref().expect("every waiter has a router");
+                router.tracker().insert(deadline, id.raw());
+                tracked = Some(deadline);
+            }
+            Arming::None | Arming::Tokio(_) => {}
         }
         if !matches!(shared.arming, Arming::None) {
             counts.registered += 1;
         }
-        if tx.send(id).await.is_err() {
+        if tx.send((id, tracked)).await.is_err() {
             // The partner is gone: end the request so that it is counted, then stop.
             completion.resolve(id, Outcome::Abandoned);
         }
@@ -320,6 +430,14 @@ async fn waiter(
                 let outcome = completion.wait(id).await;
                 if outcome == Outcome::Timeout {
                     counts.fired += 1;
+                }
+                outcome
+            }
+            Arming::Router(..) => {
+                let outcome = completion.wait(id).await;
+                match outcome {
+                    Outcome::Timeout => counts.fired += 1,
+                    _ => counts.cancelled += 1,
                 }
                 outcome
             }
@@ -381,6 +499,7 @@ mod tests {
             StrategyKind::TokioTimeout,
             StrategyKind::EventExecutor,
             StrategyKind::HashedWheelOffload,
+            StrategyKind::DeadlineTracker,
         ] {
             let r = run_kind(kind, &[]);
             assert!(r.violations().is_empty(), "{kind:?}: {:?}", r.violations());
@@ -388,15 +507,30 @@ mod tests {
             assert!(s.ok > 0, "{kind:?}");
             // A 5 s timeout never fires in a 100 ms window.
             assert_eq!(s.timeouts, 0, "{kind:?}");
-            // Per request for tokio. An engine's own counters count what it processed in
-            // the window, which lags the requests' view by its queues and its ticks (the
-            // wheel's default 100 ms tick need not come in a 100 ms window on a busy
-            // machine): no bound on them holds here.
+            // Per request for tokio and the tracker. An engine's own counters count what it
+            // processed in the window, which lags the requests' view by its queues and its
+            // ticks (the wheel's default 100 ms tick need not come in a 100 ms window on a
+            // busy machine): no bound on them holds here.
             match kind {
                 StrategyKind::None => assert_eq!(timer(&r, "registered"), 0),
                 StrategyKind::TokioTimeout => {
                     assert_eq!(timer(&r, "registered"), s.issued);
                     assert_eq!(timer(&r, "cancelled"), s.ok);
+                }
+                StrategyKind::DeadlineTracker => {
+                    assert_eq!(timer(&r, "registered"), s.issued);
+                    assert_eq!(timer(&r, "cancelled"), s.ok);
+                    // The trackers' own counts are read at the window's edges, where each
+                    // of the 8 waiters has at most one op that started on the other side.
+                    for name in ["inserted", "removed"] {
+                        let n = timer(&r, name);
+                        assert!(
+                            n.abs_diff(s.issued) <= 8,
+                            "{name} {n} vs issued {}",
+                            s.issued
+                        );
+                    }
+                    assert_eq!(timer(&r, "expired"), 0);
                 }
                 _ => {}
             }
@@ -416,7 +550,11 @@ mod tests {
     #[test]
     fn timeouts_that_fire_resolve_the_operation_once() {
         // Completions come 30 ms late against a 1 ms timeout: every measured op times out.
-        for kind in [StrategyKind::TokioTimeout, StrategyKind::HashedWheel] {
+        for kind in [
+            StrategyKind::TokioTimeout,
+            StrategyKind::HashedWheel,
+            StrategyKind::DeadlineTracker,
+        ] {
             let r = run_kind(
                 kind,
                 &["timeout_ms=1", "service_time_us=30000", "tick_ms=1"],
@@ -424,18 +562,17 @@ mod tests {
             assert!(r.violations().is_empty(), "{kind:?}: {:?}", r.violations());
             let s = &r.stats;
             // Which side wins each race is the machine's doing (a timer thread kept off the
-            // CPU for 30 ms loses it); that each op resolves once is not. Tokio's counters
-            // are per request; the wheel's count what its thread processed in the window.
+            // CPU for 30 ms loses it); that each op resolves once is not. The counters of
+            // tokio and the tracker are per request; the wheel's count what its thread
+            // processed in the window, and the trackers' what their timeouters popped.
             assert!(s.timeouts > 0, "{kind:?}");
-            if kind == StrategyKind::TokioTimeout {
+            if kind != StrategyKind::HashedWheel {
                 assert_eq!(timer(&r, "fired"), s.timeouts, "{kind:?}");
             }
+            if kind == StrategyKind::DeadlineTracker {
+                assert!(timer(&r, "expired") > 0);
+                assert!(timer(&r, "rearms") > 0);
+            }
         }
-    }
-
-    #[test]
-    fn deadline_tracker_is_refused() {
-        assert!(unsupported(StrategyKind::DeadlineTracker).is_some());
-        assert!(unsupported(StrategyKind::EventExecutor).is_none());
     }
 }
