@@ -90,6 +90,20 @@ static __always_inline bool target_exit(__u32 tgid)
 	return true;
 }
 
+struct task_struct___pre_5_14 {
+	long state;
+} __attribute__((preserve_access_index));
+
+/* core_fixes.bpf.h: task_struct::state was renamed __state in 5.14. */
+static __always_inline long task_state(struct task_struct *task)
+{
+	struct task_struct___pre_5_14 *old = (void *)task;
+
+	if (bpf_core_field_exists(task->__state))
+		return BPF_CORE_READ(task, __state);
+	return BPF_CORE_READ(old, state);
+}
+
 /* tp_btf programs get BTF-typed task pointers they may dereference directly;
  * raw_tp programs get plain integers that need probe reads (the split that
  * libbpf-tools' runqlat/offcputime make between their two variants). `btf` is

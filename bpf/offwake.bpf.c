@@ -86,19 +86,6 @@ struct {
 	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
 
-struct task_struct___pre_5_14 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline long task_state(struct task_struct *task)
-{
-	struct task_struct___pre_5_14 *old = (void *)task;
-
-	if (bpf_core_field_exists(task->__state))
-		return BPF_CORE_READ(task, __state);
-	return BPF_CORE_READ(old, state);
-}
-
 static __always_inline int preempt_count(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();

@@ -44,20 +44,6 @@ __u64 missed_switch_ins;
  * `static struct hist zero`). */
 static struct thread_stats zero_stats;
 
-struct task_struct___pre_5_14 {
-	long state;
-} __attribute__((preserve_access_index));
-
-/* core_fixes.bpf.h: task_struct::state was renamed __state in 5.14. */
-static __always_inline long task_state(struct task_struct *task)
-{
-	struct task_struct___pre_5_14 *old = (void *)task;
-
-	if (bpf_core_field_exists(task->__state))
-		return BPF_CORE_READ(task, __state);
-	return BPF_CORE_READ(old, state);
-}
-
 /* One entry per target thread seen since attaching, holding both its counters
  * and its timestamps, so that an event costs one lookup per thread. Counters
  * only the thread's own switches update are written without atomics: a
