@@ -6,102 +6,61 @@
 //! failed (O_DIRECT refused, ENOSPC, a short or failed request, a correctness check).
 
 use std::process::ExitCode;
-use std::time::Duration;
 
-use io_bench::bench_run::{self, RunEvent};
+use io_bench::bench_run;
 use io_bench::params::{self, IoEngine, Params, Strategy};
 use io_bench::{describe, scratch_file, uring_engine};
-use suite_cli::cli::{self, Command, RunArgs};
-use suite_cli::events;
+use serde_json::Value as Json;
+use suite_cli::cli::{self, Plan, Resolve, Suite};
+use suite_cli::events::{self, OnEvent};
 use suite_cli::param_values::{BadInput, Scenario};
 
-struct Plan {
-    strategy: Strategy,
-    scenario: &'static Scenario,
-    params: Params,
-    warmup: Duration,
-    duration: Duration,
+struct Io;
+
+impl Suite for Io {
+    type Strategy = Strategy;
+    type Params = Params;
+    const DESCRIBE: fn() -> Json = describe::describe;
+    const STRATEGY: fn(&str) -> Result<Strategy, BadInput> = Strategy::from_name;
+    const SCENARIOS: &'static [Scenario] = params::SCENARIOS;
+    const PARAMS: Resolve<Params> = params::resolve;
+
+    /// io_uring refused by the kernel is bad input, found before set-up.
+    fn check(plan: &Plan<Strategy, Params>) -> Result<(), BadInput> {
+        if plan.params.engine == IoEngine::IoUring {
+            if let Some(reason) = uring_engine::unavailable() {
+                return Err(BadInput(reason));
+            }
+        }
+        Ok(())
+    }
+
+    fn run(plan: Plan<Strategy, Params>, on_event: &mut OnEvent) -> ExitCode {
+        let path = match scratch_file::path_from_env() {
+            Ok(path) => path,
+            Err(e) => return cli::bad_input(&BadInput(e)),
+        };
+        let report = match bench_run::run(&plan, &path, on_event) {
+            Ok(report) => report,
+            Err(e) => return cli::failed(&e),
+        };
+        if let Some(e) = report.failure() {
+            return cli::failed(&e);
+        }
+        events::result(
+            plan.strategy.name(),
+            plan.scenario.name,
+            plan.params.values(),
+            report.metrics_json(),
+        );
+        ExitCode::SUCCESS
+    }
 }
 
 fn main() -> ExitCode {
-    let command = match cli::parse(
+    cli::main::<Io>(
         "io-bench",
         env!("CARGO_PKG_VERSION"),
         "seastar's io_tester on a scratch file, metered by the shared token bucket (unlimited, pure, capped-release, flow monitor)",
-    ) {
-        Ok(command) => command,
-        Err(code) => return code,
-    };
-    match command {
-        Command::Describe => {
-            println!("{}", describe::describe());
-            ExitCode::SUCCESS
-        }
-        Command::Run(args) => run(args),
-        Command::Check(args) => match plan(&args) {
-            Ok(_) => ExitCode::SUCCESS,
-            Err(e) => cli::bad_input(&e),
-        },
-    }
-}
-
-/// `run`'s checks before set-up, shared with `check`.
-fn plan(args: &RunArgs) -> Result<Plan, BadInput> {
-    let strategy = Strategy::from_name(&args.strategy)?;
-    let scenario = params::scenario(args.scenario.as_deref())?;
-    let params = params::resolve(Some(scenario), &args.params)?;
-    let plan = Plan {
-        strategy,
-        scenario,
-        params,
-        duration: args.duration()?,
-        warmup: args.warmup()?,
-    };
-    if plan.params.engine == IoEngine::IoUring {
-        if let Some(reason) = uring_engine::unavailable() {
-            return Err(BadInput(reason));
-        }
-    }
-    Ok(plan)
-}
-
-fn run(args: RunArgs) -> ExitCode {
-    let plan = match plan(&args) {
-        Ok(plan) => plan,
-        Err(e) => return cli::bad_input(&e),
-    };
-    let path = match scratch_file::path_from_env() {
-        Ok(path) => path,
-        Err(e) => return cli::bad_input(&BadInput(e)),
-    };
-    let gate = args.gate;
-    let mut on_event = |event: RunEvent| -> Result<(), String> {
-        match event {
-            RunEvent::Ready => events::ready(&[std::process::id()], gate)?,
-            RunEvent::MeasureStart => events::measure_start(),
-            RunEvent::MeasureEnd => events::measure_end(),
-        }
-        Ok(())
-    };
-    let report = match bench_run::run(
-        plan.strategy,
-        &plan.params,
-        &path,
-        plan.warmup,
-        plan.duration,
-        &mut on_event,
-    ) {
-        Ok(report) => report,
-        Err(e) => return cli::failed(&e),
-    };
-    if let Some(e) = report.failure() {
-        return cli::failed(&e);
-    }
-    events::result(
-        plan.strategy.name(),
-        plan.scenario.name,
-        plan.params.values(),
-        report.metrics_json(),
-    );
-    ExitCode::SUCCESS
+    )
 }

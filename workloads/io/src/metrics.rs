@@ -3,12 +3,12 @@
 use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value as Json};
 
+use token_bucket::shard_threads::fairness;
+
 use crate::dispatcher::ShardOutcome;
-use crate::params::Strategy;
 
 /// What one run measured.
 pub struct Report {
-    pub strategy: Strategy,
     pub iops_limit: u64,
     /// Length of the measured window.
     pub seconds: f64,
@@ -49,8 +49,6 @@ impl Report {
         let completed = self.window_completed();
         let iops = completed as f64 / self.seconds;
         let per_shard: Vec<u64> = self.shards.iter().map(|s| s.window_completed).collect();
-        let min = per_shard.iter().copied().min().unwrap_or(0);
-        let max = per_shard.iter().copied().max().unwrap_or(0);
         let n = self.shards.len().max(1) as f64;
         let q = |q: f64| {
             if latency.is_empty() {
@@ -89,14 +87,7 @@ impl Report {
             }),
         );
         m.insert("shard_completed".into(), json!(per_shard));
-        m.insert(
-            "shard_fairness".into(),
-            json!(if max == 0 {
-                0.0
-            } else {
-                min as f64 / max as f64
-            }),
-        );
+        m.insert("shard_fairness".into(), json!(fairness(&per_shard)));
         m.insert(
             "cpu_ns_per_op".into(),
             json!(if completed == 0 {

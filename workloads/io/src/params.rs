@@ -4,67 +4,63 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use suite_cli::param_values::{
-    boolean, choice, find_scenario, float, int, resolve_values, BadInput, Kind, ParamSpec,
-    Scenario, Value,
+    boolean, choice, find_named, find_scenario, float, int, logical_cpus, resolve_values, spec,
+    BadInput, Kind, ParamSpec, Scenario, Value,
 };
 use token_bucket::reactor::seastar_idle_poll_us;
+use token_bucket::BucketStrategy;
 
-/// How dispatch is metered.
+/// How dispatch is metered: not at all (the baseline), or by one of the bucket strategies
+/// of the tokenbucket suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {
-    /// No bucket: every queued request is dispatched at once (the baseline).
+    /// No bucket: every queued request is dispatched at once.
     Unlimited,
-    /// shared_token_bucket<capped_release::no>, replenished by time (seastar's io_queue today).
-    Pure,
-    /// shared_token_bucket<capped_release::yes>: a request's tokens come back on completion
-    /// (seastar's io_queue before #1766).
-    CappedRelease,
-    /// Pure, plus #1766's flow monitor scaling a request's cost by dispatched/completed.
-    FlowMonitor,
+    /// The shared bucket at `iops_limit` (capped-release: a request's tokens come back on
+    /// completion, seastar's io_queue before #1766).
+    Bucket(BucketStrategy),
 }
 
 impl Strategy {
     pub const ALL: [Strategy; 4] = [
         Strategy::Unlimited,
-        Strategy::Pure,
-        Strategy::CappedRelease,
-        Strategy::FlowMonitor,
+        Strategy::Bucket(BucketStrategy::Pure),
+        Strategy::Bucket(BucketStrategy::CappedRelease),
+        Strategy::Bucket(BucketStrategy::FlowMonitor),
     ];
 
     pub fn name(self) -> &'static str {
         match self {
             Strategy::Unlimited => "unlimited",
-            Strategy::Pure => "pure",
-            Strategy::CappedRelease => "capped-release",
-            Strategy::FlowMonitor => "flow-monitor",
+            Strategy::Bucket(bucket) => bucket.name(),
         }
     }
 
     pub fn help(self) -> &'static str {
         match self {
             Strategy::Unlimited => "no bucket: requests are dispatched as soon as a fiber issues them",
-            Strategy::Pure => {
+            Strategy::Bucket(BucketStrategy::Pure) => {
                 "shared_token_bucket<capped_release::no> at iops_limit, replenished by time (seastar's io_queue today)"
             }
-            Strategy::CappedRelease => {
+            Strategy::Bucket(BucketStrategy::CappedRelease) => {
                 "shared_token_bucket<capped_release::yes> at iops_limit: a request's tokens are released when its completion is reaped (seastar's io_queue before #1766)"
             }
-            Strategy::FlowMonitor => {
+            Strategy::Bucket(BucketStrategy::FlowMonitor) => {
                 "pure bucket + #1766's flow monitor: above flow_threshold a request costs its tokens x the dispatched/completed EMA"
             }
         }
     }
 
     pub fn from_name(name: &str) -> Result<Strategy, BadInput> {
-        Strategy::ALL
-            .into_iter()
-            .find(|s| s.name() == name)
-            .ok_or_else(|| {
-                BadInput(format!(
-                    "unknown strategy '{name}' (valid: {})",
-                    Strategy::ALL.map(Strategy::name).join(", ")
-                ))
-            })
+        find_named("strategy", &Strategy::ALL, Strategy::name, name)
+    }
+
+    /// The bucket strategy, `None` for unlimited.
+    pub fn bucket(self) -> Option<BucketStrategy> {
+        match self {
+            Strategy::Unlimited => None,
+            Strategy::Bucket(bucket) => Some(bucket),
+        }
     }
 }
 
@@ -140,21 +136,9 @@ pub const SCENARIOS: &[Scenario] = &[
 /// `REQUEST_TOKENS` units, so that the flow monitor's ratio scales its cost smoothly.
 pub const REQUEST_TOKENS: u64 = 1_000;
 
-/// Number of logical CPUs, the default shard count.
-pub fn logical_cpus() -> i64 {
-    std::thread::available_parallelism().map_or(1, |n| n.get() as i64)
-}
-
 /// The parameter specs, with machine-dependent defaults resolved.
 pub fn specs() -> Vec<ParamSpec> {
-    let int = |min, max| Kind::Int { min, max };
-    let float = |min, max| Kind::Float { min, max };
-    let spec = |name, kind, default, help| ParamSpec {
-        name,
-        kind,
-        default,
-        help,
-    };
+    let (int, float) = (Kind::int, Kind::float);
     vec![
         spec("shards", int(1, 256), Value::Int(logical_cpus()),
             "shards (threads, each a cooperative reactor with its dispatcher) sharing the bucket; pinned one per CPU when there are enough (default: logical CPUs)"),
@@ -318,10 +302,7 @@ impl Params {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn overrides(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
-    }
+    use suite_cli::param_values::param_words;
 
     #[test]
     fn scenarios_set_op_and_hog() {
@@ -339,7 +320,7 @@ mod tests {
     #[test]
     fn bad_values_name_the_rule() {
         let s = Some(scenario(None).unwrap());
-        let err = |o: &[&str]| resolve(s, &overrides(o)).unwrap_err().0;
+        let err = |o: &[&str]| resolve(s, &param_words(o)).unwrap_err().0;
         assert_eq!(
             err(&["iops_limit=-1"]),
             "bad value '-1' for parameter 'iops_limit' (valid: an integer in 1..=100000000)"
@@ -349,7 +330,7 @@ mod tests {
             err(&["direct=true", "reqsize=1000"]),
             "bad value '1000' for parameter 'reqsize' (valid: a multiple of 512 with direct=true)"
         );
-        assert!(resolve(s, &overrides(&["direct=true", "reqsize=1536"])).is_ok());
+        assert!(resolve(s, &param_words(&["direct=true", "reqsize=1536"])).is_ok());
         assert!(err(&["file_size_mb=1", "reqsize=2097152"]).contains("at most file_size_mb"));
         assert!(err(&["rps=10", "think_time_us=5"]).contains("think_time_us"));
         assert!(err(&["file_size_mb=257"]).contains("1..=256"));
@@ -362,11 +343,11 @@ mod tests {
     #[test]
     fn bucket_is_a_millisecond_of_the_rate_at_least_a_request() {
         let s = Some(scenario(None).unwrap());
-        let p = resolve(s, &overrides(&["iops_limit=2000", "shards=2"])).unwrap();
+        let p = resolve(s, &param_words(&["iops_limit=2000", "shards=2"])).unwrap();
         assert_eq!(p.bucket_rate(), 2_000_000);
         assert_eq!(p.bucket_limit(), 2_000);
         assert_eq!(p.per_tick_threshold(), 1_000);
-        let p = resolve(s, &overrides(&["iops_limit=10"])).unwrap();
+        let p = resolve(s, &param_words(&["iops_limit=10"])).unwrap();
         assert_eq!(p.bucket_limit(), REQUEST_TOKENS);
     }
 }

@@ -4,16 +4,13 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::rc::Rc;
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 
-use rand::rngs::SmallRng;
-use rand::SeedableRng;
 use token_bucket::hog::Hog;
-use token_bucket::measure_window::MeasureWindow;
-use token_bucket::reactor::{set_timer_slack_ns, NoObserver, Reactor, ReactorConfig};
-use token_bucket::{cpu_pinning, Rovers, SharedTokenBucket};
+use token_bucket::reactor::{NoObserver, Reactor, ReactorConfig};
+use token_bucket::shard_threads::Shard;
+use token_bucket::{Rovers, SharedTokenBucket};
 
 use crate::bucket_meter::BucketMeter;
 use crate::dispatcher::{DispatchConfig, Dispatcher, ShardOutcome};
@@ -38,28 +35,22 @@ pub fn make_engine(
     })
 }
 
-/// What a shard thread needs.
+/// What a shard thread needs besides its [`Shard`].
 pub struct ShardSpawn<R: Rovers> {
-    pub shard: usize,
     pub strategy: Strategy,
     pub params: Params,
     pub file: Arc<File>,
     /// `None` for unlimited.
     pub tb: Option<Arc<SharedTokenBucket<R>>>,
-    pub window: Arc<MeasureWindow>,
-    pub stop: Arc<AtomicBool>,
     /// Told once the shard's engine is set up (or why it is not).
     pub ready: Sender<Result<(), String>>,
-    pub start: Arc<Barrier>,
-    pub cpu: Option<usize>,
 }
 
 impl<R: Rovers + 'static> ShardSpawn<R> {
-    pub fn run(self) -> ShardOutcome {
+    pub fn run(self, shard: Shard) -> ShardOutcome {
         let p = &self.params;
-        let pinned = self.cpu.map(cpu_pinning::pin_current_thread);
-        set_timer_slack_ns(1);
-        let name = format!("shard-{}", self.shard);
+        let pinned = shard.settle();
+        let name = format!("shard-{}", shard.index);
         let engine = make_engine(p.engine, self.file.clone(), p.parallelism, p.reqsize, &name);
         let engine = match engine {
             Ok(engine) => {
@@ -68,7 +59,7 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
             }
             Err(e) => {
                 let _ = self.ready.send(Err(e.clone()));
-                self.start.wait();
+                shard.wait_start();
                 return ShardOutcome {
                     error: Some(e),
                     finished: true,
@@ -76,12 +67,12 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
                 };
             }
         };
-        let seed = p.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.shard as u64;
+        let seed = shard.seed(p.seed);
         let offsets = Offsets::new(
             p.op.is_random(),
             p.file_size,
             p.reqsize as u64,
-            self.shard as u64,
+            shard.index as u64,
             p.shards as u64,
             seed,
         );
@@ -93,7 +84,7 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
                 Direction::Read
             },
             schedule: Schedule::new(p.rps, p.think_time.as_nanos() as u64),
-            flow_costs: self.strategy == Strategy::FlowMonitor,
+            flow_costs: self.strategy.bucket().is_some_and(|b| b.flow_costs()),
             flow_period_ns: p.flow_period.as_nanos() as u64,
             flow_smoothing: p.flow_smoothing,
             flow_threshold: p.flow_threshold,
@@ -114,25 +105,19 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
             offsets,
             cfg,
             p.parallelism,
-            self.window.clone(),
-            self.stop.clone(),
+            shard.window.clone(),
+            shard.stop.clone(),
             outcome.clone(),
         )));
         if p.hog {
-            reactor.spawn(Box::new(Hog::new(
-                p.hog_busy.as_nanos() as f64,
-                p.hog_rest.as_nanos() as f64,
-                SmallRng::seed_from_u64(seed ^ 0x5151),
-                self.stop.clone(),
-            )));
+            let hog = Hog::new(p.hog_busy, p.hog_rest, seed, shard.stop.clone());
+            reactor.spawn(Box::new(hog));
         }
-        self.start.wait();
+        shard.wait_start();
         let done = outcome.clone();
         reactor.run(|_| done.borrow().finished, &mut NoObserver);
         drop(reactor);
-        if let Some(Err(e)) = pinned {
-            eprintln!("note: shard {} not pinned: {e}", self.shard);
-        }
+        shard.note_pinning(pinned);
         outcome.take()
     }
 }

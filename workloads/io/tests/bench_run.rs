@@ -10,28 +10,29 @@ use common::{need, ScratchFile};
 use io_bench::bench_run::{self, RunEvent};
 use io_bench::params;
 use io_bench::uring_engine;
+use suite_cli::cli::Plan;
 
 fn run(scenario: &str, strategy: &str, overrides: &[&str]) -> io_bench::metrics::Report {
     let scratch = ScratchFile::new("run", 1 << 20);
     let mut o: Vec<String> = vec!["file_size_mb=1".into(), "shards=2".into()];
     o.extend(overrides.iter().map(|s| s.to_string()));
-    let p = params::resolve(Some(params::scenario(Some(scenario)).unwrap()), &o).unwrap();
+    let scenario = params::scenario(Some(scenario)).unwrap();
+    let plan = Plan {
+        strategy: params::Strategy::from_name(strategy).unwrap(),
+        scenario,
+        params: params::resolve(Some(scenario), &o).unwrap(),
+        warmup: Duration::from_millis(50),
+        duration: Duration::from_millis(300),
+    };
     let mut events = Vec::new();
-    let report = bench_run::run(
-        params::Strategy::from_name(strategy).unwrap(),
-        &p,
-        scratch.path_str(),
-        Duration::from_millis(50),
-        Duration::from_millis(300),
-        &mut |e| {
-            events.push(match e {
-                RunEvent::Ready => "ready",
-                RunEvent::MeasureStart => "measure_start",
-                RunEvent::MeasureEnd => "measure_end",
-            });
-            Ok(())
-        },
-    )
+    let report = bench_run::run(&plan, scratch.path_str(), &mut |e| {
+        events.push(match e {
+            RunEvent::Ready => "ready",
+            RunEvent::MeasureStart => "measure_start",
+            RunEvent::MeasureEnd => "measure_end",
+        });
+        Ok(())
+    })
     .unwrap();
     assert_eq!(events, ["ready", "measure_start", "measure_end"]);
     report

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::param_values::BadInput;
+use serde_json::Value as Json;
+
+use crate::events::{self, OnEvent};
+use crate::param_values::{find_scenario, BadInput, Scenario};
 
 /// Longest measured window or warm-up accepted, in seconds.
 pub const MAX_SECONDS: f64 = 86_400.0;
@@ -61,6 +64,76 @@ impl RunArgs {
     pub fn warmup(&self) -> Result<Duration, BadInput> {
         seconds("warmup-s", &self.warmup_s, false)
     }
+}
+
+/// What `run` and `check` found in `run`'s arguments: a run to do.
+pub struct Plan<S, P> {
+    pub strategy: S,
+    pub scenario: &'static Scenario,
+    pub params: P,
+    pub warmup: Duration,
+    pub duration: Duration,
+}
+
+/// Resolves the parameters under a scenario with the `--param` overrides.
+pub type Resolve<P> = fn(Option<&Scenario>, &[String]) -> Result<P, BadInput>;
+
+/// A suite's binary, for [`main`]: its document, how it reads `run`'s arguments and the run.
+pub trait Suite {
+    type Strategy;
+    type Params;
+    /// The `describe` document.
+    const DESCRIBE: fn() -> Json;
+    /// The strategy named by `--strategy`.
+    const STRATEGY: fn(&str) -> Result<Self::Strategy, BadInput>;
+    /// Every scenario, the default first.
+    const SCENARIOS: &'static [Scenario];
+    /// The parameters under a scenario with the `--param` overrides, resolved and checked.
+    const PARAMS: Resolve<Self::Params>;
+    /// Checks of the plan as a whole, beyond its parts (default: none).
+    fn check(_plan: &Plan<Self::Strategy, Self::Params>) -> Result<(), BadInput> {
+        Ok(())
+    }
+    /// Runs the plan, telling `on_event` of the run's moments; the exit code.
+    fn run(plan: Plan<Self::Strategy, Self::Params>, on_event: &mut OnEvent) -> ExitCode;
+}
+
+/// The binary `name` of suite `S`: parses the command line and runs its verb (`describe`,
+/// `run`, `check`), with the contract's exit codes.
+pub fn main<S: Suite>(name: &'static str, version: &'static str, about: &'static str) -> ExitCode {
+    let command = match parse(name, version, about) {
+        Ok(command) => command,
+        Err(code) => return code,
+    };
+    match command {
+        Command::Describe => {
+            println!("{}", (S::DESCRIBE)());
+            ExitCode::SUCCESS
+        }
+        Command::Run(args) => match plan::<S>(&args) {
+            Ok(plan) => S::run(plan, &mut events::printer(args.gate)),
+            Err(e) => bad_input(&e),
+        },
+        Command::Check(args) => match plan::<S>(&args) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => bad_input(&e),
+        },
+    }
+}
+
+/// `run`'s checks before anything is set up, shared with `check`.
+fn plan<S: Suite>(args: &RunArgs) -> Result<Plan<S::Strategy, S::Params>, BadInput> {
+    let strategy = (S::STRATEGY)(&args.strategy)?;
+    let scenario = find_scenario(S::SCENARIOS, args.scenario.as_deref())?;
+    let plan = Plan {
+        strategy,
+        scenario,
+        params: (S::PARAMS)(Some(scenario), &args.params)?,
+        duration: args.duration()?,
+        warmup: args.warmup()?,
+    };
+    S::check(&plan)?;
+    Ok(plan)
 }
 
 /// Parses the command line of the binary `name` (`about` is its help line). Help and

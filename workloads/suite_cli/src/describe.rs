@@ -39,6 +39,13 @@ pub fn metric(name: &str, unit: &str, better: &str, label: &str, headline: bool)
     m
 }
 
+/// A metric entry per row of (name, unit, better, label, headline), as [`metric`] makes it.
+pub fn metrics(rows: &[(&str, &str, &str, &str, bool)]) -> Vec<Json> {
+    rows.iter()
+        .map(|&(name, unit, better, label, headline)| metric(name, unit, better, label, headline))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +113,17 @@ mod tests {
         assert_eq!(
             metric("max", "ns", "lower", "max", false).to_string(),
             r#"{"name":"max","unit":"ns","better":"lower","label":"max"}"#
+        );
+        let rows = [
+            ("a", "x", "higher", "A", true),
+            ("b", "s", "lower", "B", false),
+        ];
+        assert_eq!(
+            metrics(&rows),
+            [
+                metric("a", "x", "higher", "A", true),
+                metric("b", "s", "lower", "B", false)
+            ]
         );
     }
 }

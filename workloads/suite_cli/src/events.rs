@@ -25,6 +25,30 @@ pub fn ready(pids: &[u32], gate: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// The moments of a run a suite reports as they happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunEvent {
+    Ready,
+    MeasureStart,
+    MeasureEnd,
+}
+
+/// What a run tells of its moments (it may block after `Ready`: the gate).
+pub type OnEvent<'a> = dyn FnMut(RunEvent) -> Result<(), String> + 'a;
+
+/// Prints each event as its line: `ready` names this process and, with `gate`, then waits
+/// for stdin's line.
+pub fn printer(gate: bool) -> impl FnMut(RunEvent) -> Result<(), String> {
+    move |event| {
+        match event {
+            RunEvent::Ready => ready(&[std::process::id()], gate)?,
+            RunEvent::MeasureStart => measure_start(),
+            RunEvent::MeasureEnd => measure_end(),
+        }
+        Ok(())
+    }
+}
+
 pub fn measure_start() {
     emit(&json!({"event": "measure_start"}));
 }

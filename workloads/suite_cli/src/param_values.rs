@@ -72,6 +72,36 @@ pub struct ParamSpec {
     pub help: &'static str,
 }
 
+impl Kind {
+    pub fn int(min: i64, max: i64) -> Kind {
+        Kind::Int { min, max }
+    }
+
+    pub fn float(min: f64, max: f64) -> Kind {
+        Kind::Float { min, max }
+    }
+}
+
+/// A parameter's spec, for lists of them.
+pub fn spec(name: &'static str, kind: Kind, default: Value, help: &'static str) -> ParamSpec {
+    ParamSpec {
+        name,
+        kind,
+        default,
+        help,
+    }
+}
+
+/// Number of logical CPUs, the suites' default shard count.
+pub fn logical_cpus() -> i64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as i64)
+}
+
+/// `--param` words as owned strings, as `RunArgs` holds them.
+pub fn param_words(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
 /// A named set of parameter values.
 #[derive(Clone, Copy, Debug)]
 pub struct Scenario {
@@ -91,6 +121,25 @@ impl fmt::Display for BadInput {
 }
 
 impl std::error::Error for BadInput {}
+
+/// The item of `all` that `name_of` names `name`, or bad input naming `what` and the valid
+/// names ("unknown strategy 'x' (valid: a, b)").
+pub fn find_named<T: Copy>(
+    what: &str,
+    all: &[T],
+    name_of: impl Fn(T) -> &'static str,
+    name: &str,
+) -> Result<T, BadInput> {
+    all.iter()
+        .copied()
+        .find(|&item| name_of(item) == name)
+        .ok_or_else(|| {
+            BadInput(format!(
+                "unknown {what} '{name}' (valid: {})",
+                names(all.iter().map(|&item| name_of(item)))
+            ))
+        })
+}
 
 fn names<'a>(items: impl Iterator<Item = &'a str>) -> String {
     items.collect::<Vec<_>>().join(", ")
@@ -515,6 +564,17 @@ mod tests {
         assert_eq!(
             find_scenario(&[S], Some("t")).unwrap_err().0,
             "unknown scenario 't' (valid: s)"
+        );
+        assert_eq!(param_words(&["n=1", "x=2"]), ["n=1", "x=2"]);
+        assert_eq!(spec("n", Kind::int(0, 9), Value::Int(1), "h").name, "n");
+        assert!(
+            matches!(Kind::float(0.5, 1.0), Kind::Float { min, max } if min == 0.5 && max == 1.0)
+        );
+        let name = |n: u8| ["zero", "one"][usize::from(n)];
+        assert_eq!(find_named("number", &[0, 1], name, "one").unwrap(), 1);
+        assert_eq!(
+            find_named("number", &[0, 1], name, "two").unwrap_err().0,
+            "unknown number 'two' (valid: zero, one)"
         );
     }
 

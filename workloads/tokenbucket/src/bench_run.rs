@@ -3,27 +3,25 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
-use std::thread::JoinHandle;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
+use suite_cli::cli::Plan;
+use suite_cli::events::{OnEvent, RunEvent};
 use token_bucket::hog::Hog;
 use token_bucket::measure_window::MeasureWindow;
-use token_bucket::reactor::{
-    monotonic_ns, set_timer_slack_ns, sleep_until_ns, Reactor, ReactorObserver,
-};
-use token_bucket::{cpu_pinning, CappedRovers, FlowMonitor, PureRovers, Rovers, SharedTokenBucket};
+use token_bucket::reactor::{monotonic_ns, sleep_until_ns, Reactor, ReactorObserver};
+use token_bucket::shard_threads::{Shard, ShardThreads};
+use token_bucket::shared_token_bucket::DAY_NS;
+use token_bucket::{CappedRovers, FlowMonitor, PureRovers, Rovers, SharedTokenBucket};
 
 use crate::metrics::{Report, ShardLatencies};
 use crate::params::{Params, Strategy};
 use crate::shard_cpu::{current_tid, Schedstat};
 use crate::shard_tasks::{FlowUpdater, Releaser, ShardCounters, ShardState, Worker};
-
-/// A day, in ns: seastar's bucket pretends it was replenished "yesterday".
-const DAY_NS: u64 = 86_400 * 1_000_000_000;
 
 /// Records a shard's sleeps and timer lateness inside the window.
 struct Observer {
@@ -45,38 +43,19 @@ impl ReactorObserver for Observer {
     }
 }
 
-/// Events the run reports as they happen.
-pub enum RunEvent {
-    Ready,
-    MeasureStart,
-    MeasureEnd,
-}
-
-/// Runs `strategy` with `params`; `gate` is called after `ready` (it may block).
-pub fn run(
-    strategy: Strategy,
-    params: &Params,
-    warmup: Duration,
-    duration: Duration,
-    on_event: &mut dyn FnMut(RunEvent) -> Result<(), String>,
-) -> Result<Report, String> {
-    match strategy {
-        Strategy::CappedRelease => {
-            run_with::<CappedRovers>(strategy, params, warmup, duration, on_event)
-        }
-        Strategy::Pure | Strategy::FlowMonitor => {
-            run_with::<PureRovers>(strategy, params, warmup, duration, on_event)
-        }
+/// Runs `plan`, telling `on_event` of its moments (it may block after `ready`: the gate).
+pub fn run(plan: &RunPlan, on_event: &mut OnEvent) -> Result<Report, String> {
+    if plan.strategy.capped() {
+        run_with::<CappedRovers>(plan, on_event)
+    } else {
+        run_with::<PureRovers>(plan, on_event)
     }
 }
 
-fn run_with<R: Rovers + 'static>(
-    strategy: Strategy,
-    params: &Params,
-    warmup: Duration,
-    duration: Duration,
-    on_event: &mut dyn FnMut(RunEvent) -> Result<(), String>,
-) -> Result<Report, String> {
+type RunPlan = Plan<Strategy, Params>;
+
+fn run_with<R: Rovers + 'static>(plan: &RunPlan, on_event: &mut OnEvent) -> Result<Report, String> {
+    let (strategy, params) = (plan.strategy, &plan.params);
     let tb = Arc::new(
         SharedTokenBucket::<R>::new(
             params.rate,
@@ -86,51 +65,23 @@ fn run_with<R: Rovers + 'static>(
         )
         .with_replenish(params.replenish),
     );
-    let stop = Arc::new(AtomicBool::new(false));
-    let window = Arc::new(MeasureWindow::default());
-    let start = Arc::new(Barrier::new(params.shards + 1));
-    let cpus = cpu_pinning::allowed_cpus();
-    let pin = params.pin && cpus.len() >= params.shards;
     let counters: Vec<Arc<ShardCounters>> = (0..params.shards)
         .map(|_| Arc::new(ShardCounters::default()))
         .collect();
-    let mut handles: Vec<JoinHandle<Result<ShardLatencies, String>>> = Vec::new();
-    for shard in 0..params.shards {
+    let threads = ShardThreads::spawn(params.shards, params.pin, |shard| {
         let spawn = ShardSpawn {
-            shard,
             strategy,
             params: params.clone(),
             tb: tb.clone(),
-            counters: counters[shard].clone(),
-            stop: stop.clone(),
-            window: window.clone(),
-            start: start.clone(),
-            cpu: pin.then(|| cpus[shard]),
+            counters: counters[shard.index].clone(),
         };
-        let handle = std::thread::Builder::new()
-            .name(format!("shard-{shard}"))
-            .spawn(move || spawn.run())
-            .map_err(|e| format!("cannot start shard {shard}: {e}"))?;
-        handles.push(handle);
-    }
-    let stop_all = |handles: Vec<JoinHandle<Result<ShardLatencies, String>>>| {
-        stop.store(true, Ordering::Relaxed);
-        handles
-            .into_iter()
-            .map(|h| h.join().map_err(|_| "a shard panicked".to_string())?)
-            .collect::<Result<Vec<_>, String>>()
-    };
+        move || spawn.run(shard)
+    })?;
     if let Err(e) = on_event(RunEvent::Ready) {
-        start.wait();
-        let _ = stop_all(handles);
+        threads.abandon();
         return Err(e);
     }
-    set_timer_slack_ns(1);
-    let t0 = monotonic_ns();
-    let start_ns = t0 + warmup.as_nanos() as u64;
-    let end_ns = start_ns + duration.as_nanos() as u64;
-    window.set(start_ns, end_ns);
-    start.wait();
+    let (start_ns, end_ns) = threads.start(plan.warmup, plan.duration);
 
     let granted = |c: &[Arc<ShardCounters>]| -> u64 {
         c.iter().map(|c| c.granted.load(Ordering::Relaxed)).sum()
@@ -181,7 +132,8 @@ fn run_with<R: Rovers + 'static>(
     // The window's totals are what the shards counted as granted or released inside it
     // (final once they are joined), over its planned length: the coordinator's own
     // scheduling does not enter them.
-    let latencies = stop_all(handles)?;
+    let pinned = threads.pinned();
+    let latencies = threads.stop()?.into_iter().collect::<Result<Vec<_>, _>>()?;
     let per_shard: Vec<[u64; 4]> = counters
         .iter()
         .map(|c| {
@@ -194,9 +146,8 @@ fn run_with<R: Rovers + 'static>(
         })
         .collect();
     Ok(Report {
-        strategy,
         rate: params.rate,
-        seconds: duration.as_secs_f64(),
+        seconds: plan.duration.as_secs_f64(),
         shard_tokens: per_shard.iter().map(|s| s[0]).collect(),
         grabs: per_shard.iter().map(|s| s[1]).sum(),
         released: per_shard.iter().map(|s| s[2]).sum(),
@@ -205,36 +156,30 @@ fn run_with<R: Rovers + 'static>(
         series,
         flow,
         latencies,
-        pinned: pin,
+        pinned,
         head: tb.head(),
         tail: tb.tail(),
     })
 }
 
-/// What a shard thread needs.
+/// What a shard thread needs besides its [`Shard`].
 struct ShardSpawn<R: Rovers> {
-    shard: usize,
     strategy: Strategy,
     params: Params,
     tb: Arc<SharedTokenBucket<R>>,
     counters: Arc<ShardCounters>,
-    stop: Arc<AtomicBool>,
-    window: Arc<MeasureWindow>,
-    start: Arc<Barrier>,
-    cpu: Option<usize>,
 }
 
 impl<R: Rovers + 'static> ShardSpawn<R> {
-    fn run(self) -> Result<ShardLatencies, String> {
+    fn run(self, shard: Shard) -> Result<ShardLatencies, String> {
         let p = &self.params;
-        let pinned = self.cpu.map(cpu_pinning::pin_current_thread);
+        let pinned = shard.settle();
         self.counters.tid.store(current_tid(), Ordering::Relaxed);
-        set_timer_slack_ns(1);
-        let seed = p.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.shard as u64;
+        let seed = shard.seed(p.seed);
         let state = Rc::new(RefCell::new(ShardState {
             available: 0,
             flow: FlowMonitor::new(p.flow_smoothing, p.flow_threshold),
-            flow_costs: self.strategy == Strategy::FlowMonitor,
+            flow_costs: self.strategy.flow_costs(),
         }));
         self.counters
             .flow_ratio
@@ -247,7 +192,7 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
             tb: self.tb.clone(),
             state: state.clone(),
             counters: self.counters.clone(),
-            window: self.window.clone(),
+            window: shard.window.clone(),
             pending: None,
             per_tick_cap: p.per_tick_cap(),
             grab_max: p.grab_max(),
@@ -256,17 +201,17 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
         }));
         let period_ns = p.release_period.as_nanos() as u64;
         let mut observer = Observer {
-            window: self.window.clone(),
+            window: shard.window.clone(),
             latencies: ShardLatencies::new(),
         };
-        self.start.wait();
+        shard.wait_start();
         let now = monotonic_ns();
         reactor.spawn_at(
             Box::new(Releaser {
                 tb: self.tb.clone(),
                 state: state.clone(),
                 counters: self.counters.clone(),
-                window: self.window.clone(),
+                window: shard.window.clone(),
                 period_ns,
                 per_period: p.release_per_period(),
                 over_release: p.over_release,
@@ -284,18 +229,11 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
             now + flow_ns,
         );
         if p.hog {
-            reactor.spawn(Box::new(Hog::new(
-                p.hog_busy.as_nanos() as f64,
-                p.hog_rest.as_nanos() as f64,
-                SmallRng::seed_from_u64(seed ^ 0x5151),
-                self.stop.clone(),
-            )));
+            let hog = Hog::new(p.hog_busy, p.hog_rest, seed, shard.stop.clone());
+            reactor.spawn(Box::new(hog));
         }
-        let stop = self.stop.clone();
-        reactor.run(|_| stop.load(Ordering::Relaxed), &mut observer);
-        if let Some(Err(e)) = pinned {
-            eprintln!("note: shard {} not pinned: {e}", self.shard);
-        }
+        reactor.run(|_| shard.stop.load(Ordering::Relaxed), &mut observer);
+        shard.note_pinning(pinned);
         Ok(observer.latencies)
     }
 }

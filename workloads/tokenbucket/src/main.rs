@@ -12,96 +12,52 @@ mod shard_cpu;
 mod shard_tasks;
 
 use std::process::ExitCode;
-use std::time::Duration;
 
-use suite_cli::cli::{self, Command, RunArgs};
-use suite_cli::events;
+use serde_json::Value as Json;
+use suite_cli::cli::{self, Plan, Resolve, Suite};
+use suite_cli::events::{self, OnEvent};
 use suite_cli::param_values::{BadInput, Scenario};
 
-use crate::bench_run::RunEvent;
 use crate::params::{Params, Strategy};
 
-struct Plan {
-    strategy: Strategy,
-    scenario: &'static Scenario,
-    params: Params,
-    warmup: Duration,
-    duration: Duration,
+struct TokenBucket;
+
+impl Suite for TokenBucket {
+    type Strategy = Strategy;
+    type Params = Params;
+    const DESCRIBE: fn() -> Json = describe::describe;
+    const STRATEGY: fn(&str) -> Result<Strategy, BadInput> = params::strategy;
+    const SCENARIOS: &'static [Scenario] = params::SCENARIOS;
+    const PARAMS: Resolve<Params> = params::resolve;
+
+    fn run(plan: Plan<Strategy, Params>, on_event: &mut OnEvent) -> ExitCode {
+        let report = match bench_run::run(&plan, on_event) {
+            Ok(report) => report,
+            Err(e) => return cli::failed(&e),
+        };
+        events::result(
+            plan.strategy.name(),
+            plan.scenario.name,
+            plan.params.values(),
+            report.metrics_json(),
+        );
+        // A correctness check: head never passes tail + limit (pure) or the released ceiling.
+        let ahead = report.head.wrapping_sub(report.tail) as i64;
+        if ahead > plan.params.limit as i64 {
+            eprintln!(
+                "error: correctness check failed: head is {ahead} tokens ahead of tail, limit {}",
+                plan.params.limit
+            );
+            return ExitCode::FAILURE;
+        }
+        ExitCode::SUCCESS
+    }
 }
 
 fn main() -> ExitCode {
-    let command = match cli::parse(
+    cli::main::<TokenBucket>(
         "tokenbucket-bench",
         env!("CARGO_PKG_VERSION"),
         "seastar's shared token bucket (pure, capped-release, flow monitor) under its perf test's load",
-    ) {
-        Ok(command) => command,
-        Err(code) => return code,
-    };
-    match command {
-        Command::Describe => {
-            println!("{}", describe::describe());
-            ExitCode::SUCCESS
-        }
-        Command::Run(args) => run(args),
-        Command::Check(args) => match plan(&args) {
-            Ok(_) => ExitCode::SUCCESS,
-            Err(e) => cli::bad_input(&e),
-        },
-    }
-}
-
-fn plan(args: &RunArgs) -> Result<Plan, BadInput> {
-    let strategy = Strategy::from_name(&args.strategy)?;
-    let scenario = params::scenario(args.scenario.as_deref())?;
-    let params = params::resolve(Some(scenario), &args.params)?;
-    Ok(Plan {
-        strategy,
-        scenario,
-        params,
-        duration: args.duration()?,
-        warmup: args.warmup()?,
-    })
-}
-
-fn run(args: RunArgs) -> ExitCode {
-    let plan = match plan(&args) {
-        Ok(plan) => plan,
-        Err(e) => return cli::bad_input(&e),
-    };
-    let gate = args.gate;
-    let mut on_event = |event: RunEvent| -> Result<(), String> {
-        match event {
-            RunEvent::Ready => events::ready(&[std::process::id()], gate)?,
-            RunEvent::MeasureStart => events::measure_start(),
-            RunEvent::MeasureEnd => events::measure_end(),
-        }
-        Ok(())
-    };
-    let report = match bench_run::run(
-        plan.strategy,
-        &plan.params,
-        plan.warmup,
-        plan.duration,
-        &mut on_event,
-    ) {
-        Ok(report) => report,
-        Err(e) => return cli::failed(&e),
-    };
-    events::result(
-        plan.strategy.name(),
-        plan.scenario.name,
-        plan.params.values(),
-        report.metrics_json(),
-    );
-    // A correctness check: head never passes tail + limit (pure) or the released ceiling.
-    let ahead = report.head.wrapping_sub(report.tail) as i64;
-    if ahead > plan.params.limit as i64 {
-        eprintln!(
-            "error: correctness check failed: head is {ahead} tokens ahead of tail, limit {}",
-            plan.params.limit
-        );
-        return ExitCode::FAILURE;
-    }
-    ExitCode::SUCCESS
+    )
 }

@@ -2,8 +2,7 @@
 
 use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value as Json};
-
-use crate::params::Strategy;
+use token_bucket::shard_threads::fairness;
 
 /// A shard's reactor sleeps (kernel overshoot) and timer lateness, in ns.
 pub struct ShardLatencies {
@@ -37,7 +36,6 @@ impl Default for ShardLatencies {
 
 /// What one run measured.
 pub struct Report {
-    pub strategy: Strategy,
     pub rate: u64,
     /// Length of the measured window.
     pub seconds: f64,
@@ -110,14 +108,7 @@ impl Report {
             "shard_tokens_per_sec_max".into(),
             json!(max as f64 / self.seconds),
         );
-        m.insert(
-            "shard_fairness".into(),
-            json!(if max == 0 {
-                0.0
-            } else {
-                min as f64 / max as f64
-            }),
-        );
+        m.insert("shard_fairness".into(), json!(fairness(&self.shard_tokens)));
         m.insert("released".into(), json!(self.released));
         // With replenish=exact the bucket's tokens are granted or dropped: rate_ratio +
         // dropped_ratio is 1 within the window's edges, and the shards' CPU tells whether
@@ -144,7 +135,6 @@ impl Report {
         m.insert("flow_ratio".into(), json!({"last": last, "max": max}));
         m.insert("pinned".into(), json!(u8::from(self.pinned)));
         m.insert("measured_s".into(), json!(self.seconds));
-        let _ = self.strategy;
         m
     }
 }

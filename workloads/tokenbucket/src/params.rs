@@ -7,59 +7,28 @@ use token_bucket::shared_token_bucket::MAX_RATE;
 use token_bucket::Replenish;
 
 use suite_cli::param_values::{
-    choice, find_scenario, float, int, resolve_values, BadInput, Kind, ParamSpec, Scenario, Value,
+    choice, find_named, float, int, logical_cpus, resolve_values, spec, BadInput, Kind, ParamSpec,
+    Scenario, Value,
 };
 
-/// How the bucket is set up and fed back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
-    /// Replenished by time, up to `limit` ahead of the grabbers.
-    Pure,
-    /// Replenished by time, but only up to the tokens released back (two buckets).
-    CappedRelease,
-    /// Pure, plus #1766's per-shard flow monitor raising request costs.
-    FlowMonitor,
+/// The suite's strategies: the bucket's.
+pub use token_bucket::BucketStrategy as Strategy;
+
+/// The strategy named `name`.
+pub fn strategy(name: &str) -> Result<Strategy, BadInput> {
+    find_named("strategy", &Strategy::ALL, Strategy::name, name)
 }
 
-impl Strategy {
-    pub const ALL: [Strategy; 3] = [
-        Strategy::Pure,
-        Strategy::CappedRelease,
-        Strategy::FlowMonitor,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Pure => "pure",
-            Strategy::CappedRelease => "capped-release",
-            Strategy::FlowMonitor => "flow-monitor",
+/// A strategy's line in `describe`.
+pub fn strategy_help(strategy: Strategy) -> &'static str {
+    match strategy {
+        Strategy::Pure => "shared_token_bucket<capped_release::no>: replenished by time up to limit",
+        Strategy::CappedRelease => {
+            "shared_token_bucket<capped_release::yes>: replenished only up to the tokens released back (seastar before #1766)"
         }
-    }
-
-    pub fn help(self) -> &'static str {
-        match self {
-            Strategy::Pure => {
-                "shared_token_bucket<capped_release::no>: replenished by time up to limit"
-            }
-            Strategy::CappedRelease => {
-                "shared_token_bucket<capped_release::yes>: replenished only up to the tokens released back (seastar before #1766)"
-            }
-            Strategy::FlowMonitor => {
-                "pure bucket + #1766's flow monitor: EMA of grabbed/released tokens raises each grab's cost above flow_threshold"
-            }
+        Strategy::FlowMonitor => {
+            "pure bucket + #1766's flow monitor: EMA of grabbed/released tokens raises each grab's cost above flow_threshold"
         }
-    }
-
-    pub fn from_name(name: &str) -> Result<Strategy, BadInput> {
-        Strategy::ALL
-            .into_iter()
-            .find(|s| s.name() == name)
-            .ok_or_else(|| {
-                BadInput(format!(
-                    "unknown strategy '{name}' (valid: {})",
-                    Strategy::ALL.map(Strategy::name).join(", ")
-                ))
-            })
     }
 }
 
@@ -105,21 +74,9 @@ pub const SCENARIOS: &[Scenario] = &[
 /// the measured window and so counted nothing.
 pub const MAX_TICK_GRABS: u64 = 10_000;
 
-/// Number of logical CPUs, the default shard count.
-pub fn logical_cpus() -> i64 {
-    std::thread::available_parallelism().map_or(1, |n| n.get() as i64)
-}
-
 /// The parameter specs, with machine-dependent defaults resolved.
 pub fn specs() -> Vec<ParamSpec> {
-    let int = |min, max| Kind::Int { min, max };
-    let float = |min, max| Kind::Float { min, max };
-    let spec = |name, kind, default, help| ParamSpec {
-        name,
-        kind,
-        default,
-        help,
-    };
+    let (int, float) = (Kind::int, Kind::float);
     // The bucket's own clamp (rate x an hour's replenish fits a u64); above it the bucket
     // would silently run slower than asked. It is below 2^53, so JSON carries it exactly.
     let max_rate = MAX_RATE as i64;
@@ -191,11 +148,6 @@ pub struct Params {
     pub series: Duration,
     pub seed: u64,
     values: Vec<(&'static str, Value)>,
-}
-
-/// Looks a scenario up by name (`None` = the default scenario).
-pub fn scenario(name: Option<&str>) -> Result<&'static Scenario, BadInput> {
-    find_scenario(SCENARIOS, name)
 }
 
 /// Resolves and checks the parameters of a run.
@@ -300,14 +252,15 @@ impl Params {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use suite_cli::param_values::{find_scenario, param_words};
 
-    fn overrides(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    fn scenario(name: Option<&str>) -> Result<&'static Scenario, BadInput> {
+        find_scenario(SCENARIOS, name)
     }
 
     #[test]
     fn defaults_are_the_perf_tests() {
-        let p = resolve(Some(scenario(None).unwrap()), &overrides(&["shards=4"])).unwrap();
+        let p = resolve(Some(scenario(None).unwrap()), &param_words(&["shards=4"])).unwrap();
         assert_eq!(p.rate, 1_000_000);
         assert_eq!(p.limit, 500);
         assert_eq!(p.threshold, 1);
@@ -330,7 +283,7 @@ mod tests {
         let at = |shards: &str| {
             resolve(
                 Some(scenario(None).unwrap()),
-                &overrides(&[shards, "limit=6400"]),
+                &param_words(&[shards, "limit=6400"]),
             )
             .unwrap()
             .release_per_period()
@@ -343,7 +296,7 @@ mod tests {
     #[test]
     fn bad_input_names_the_valid_range() {
         let s = Some(scenario(None).unwrap());
-        let err = |o: &[&str]| resolve(s, &overrides(o)).unwrap_err().0;
+        let err = |o: &[&str]| resolve(s, &param_words(o)).unwrap_err().0;
         assert!(err(&["rate=0"])
             .starts_with("bad value '0' for parameter 'rate' (valid: an integer in 1..="));
         assert!(err(&["shards=0"]).contains("an integer in 1..=1024"));
@@ -361,7 +314,10 @@ mod tests {
             e,
             "unknown scenario 'burst' (valid: sleeping, yielding, sleeping-hog, yielding-hog)"
         );
-        assert!(Strategy::from_name("capped").is_err());
+        assert_eq!(
+            strategy("capped").unwrap_err().0,
+            "unknown strategy 'capped' (valid: pure, capped-release, flow-monitor)"
+        );
     }
 
     /// The range is what the bucket holds: its max rate runs (the per-tick cap permitting),
@@ -373,14 +329,14 @@ mod tests {
         let max = MAX_RATE.to_string();
         let p = resolve(
             s,
-            &overrides(&[&format!("rate={max}"), "limit=1000", "shards=2"]),
+            &param_words(&[&format!("rate={max}"), "limit=1000", "shards=2"]),
         );
         assert_eq!(p.unwrap().rate, MAX_RATE);
-        let e = resolve(s, &overrides(&[&format!("rate={}", MAX_RATE + 1)]))
+        let e = resolve(s, &param_words(&[&format!("rate={}", MAX_RATE + 1)]))
             .unwrap_err()
             .0;
         assert!(e.contains(&format!("an integer in 1..={max}")), "{e}");
-        let e = resolve(s, &overrides(&["rate=1000000000000000", "shards=2"]))
+        let e = resolve(s, &param_words(&["rate=1000000000000000", "shards=2"]))
             .unwrap_err()
             .0;
         assert!(
@@ -390,12 +346,12 @@ mod tests {
             "{e}"
         );
         // The boundary itself: shards x MAX_TICK_GRABS x (1 + 128) / 2 tokens.
-        assert!(resolve(s, &overrides(&["shards=2", "limit=1290000"])).is_ok());
-        assert!(resolve(s, &overrides(&["shards=2", "limit=1290001"])).is_err());
+        assert!(resolve(s, &param_words(&["shards=2", "limit=1290000"])).is_ok());
+        assert!(resolve(s, &param_words(&["shards=2", "limit=1290001"])).is_err());
         // Bigger grabs make a tick of the same tokens shorter.
         assert!(resolve(
             s,
-            &overrides(&["shards=2", "limit=1290001", "max_grab=1000"])
+            &param_words(&["shards=2", "limit=1290001", "max_grab=1000"])
         )
         .is_ok());
     }

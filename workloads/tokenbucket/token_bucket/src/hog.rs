@@ -4,8 +4,10 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rand::rngs::SmallRng;
+use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
 
 use crate::reactor::{monotonic_ns, Next, Task};
@@ -20,12 +22,14 @@ pub struct Hog {
 }
 
 impl Hog {
-    /// A hog with mean busy and rest times in nanoseconds.
-    pub fn new(busy_ns: f64, rest_ns: f64, rng: SmallRng, stop: Arc<AtomicBool>) -> Hog {
+    /// A hog with mean busy and rest times, its random stream drawn from the shard's `seed`
+    /// (apart from the shard's other streams).
+    pub fn new(busy: Duration, rest: Duration, seed: u64, stop: Arc<AtomicBool>) -> Hog {
+        let rate = |mean: Duration| 1.0 / mean.as_nanos() as f64;
         Hog {
-            busy: Exp::new(1.0 / busy_ns).expect("positive mean"),
-            rest: Exp::new(1.0 / rest_ns).expect("positive mean"),
-            rng,
+            busy: Exp::new(rate(busy)).expect("positive mean"),
+            rest: Exp::new(rate(rest)).expect("positive mean"),
+            rng: SmallRng::seed_from_u64(seed ^ 0x5151),
             stop,
             started: false,
         }

@@ -11,6 +11,8 @@
 //! - [`hog`]: the perf test's CPU hog task, stalling its shard's reactor.
 //! - [`cpu_pinning`]: one shard thread per CPU, as seastar pins its reactors.
 //! - [`measure_window`]: the measured window the shards count their events in.
+//! - [`shard_threads`]: the shard threads of a run, started together and stopped by one flag.
+//! - [`strategy`]: the bucket strategies (pure, capped-release, flow monitor).
 
 pub mod cpu_pinning;
 pub mod flow_monitor;
@@ -18,9 +20,12 @@ pub mod hog;
 pub mod measure_window;
 pub mod reactor;
 pub mod rovers;
+pub mod shard_threads;
 pub mod shared_token_bucket;
+pub mod strategy;
 pub mod sync;
 
 pub use flow_monitor::FlowMonitor;
 pub use rovers::{CappedRovers, PureRovers, Rovers};
 pub use shared_token_bucket::{Dropped, Replenish, SharedTokenBucket};
+pub use strategy::BucketStrategy;

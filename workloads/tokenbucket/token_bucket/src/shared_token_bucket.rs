@@ -31,6 +31,10 @@ pub const MAX_DELTA_NS: u64 = 3_600 * NANOS_PER_SEC;
 /// cannot overflow.
 pub const MAX_RATE: u64 = u64::MAX / 2 / 3_600;
 
+/// A day: seastar's bucket starts as if replenished a day before it was made, so that its
+/// first replenish fills it (to `limit`).
+pub const DAY_NS: u64 = 86_400 * NANOS_PER_SEC;
+
 /// How a replenish turns elapsed time into tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Replenish {
@@ -215,8 +219,6 @@ impl<R: Rovers> SharedTokenBucket<R> {
 mod tests {
     use super::*;
     use crate::rovers::{CappedRovers, PureRovers};
-
-    const DAY_NS: u64 = 86_400 * NANOS_PER_SEC;
 
     #[test]
     fn first_replenish_fills_to_limit() {
