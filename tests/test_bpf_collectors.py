@@ -22,16 +22,22 @@ import pytest
 from bpftool import held_ids, left_behind, named
 from collectorprocs import (
     BAD_ARGUMENTS,
+    BPF_DIR,
     BUILD,
     LineProcess,
     WindowCollector,
     build_collectors,
     refuses_arguments,
 )
+from conftest import reap
 from cputime import process_cpu_ns
 from requirements import need, root_problem, tool_problem, unmet
 
 pytestmark = pytest.mark.bpf
+
+# test_offwake and test_explain_bpf take these from here: the repository and conftest's fixture.
+ROOT = BPF_DIR.parent
+__all__ = ["reap"]
 
 FIXTURE_SOURCES = Path(__file__).resolve().parent / "fixtures" / "bpf"
 FIXTURE_CFLAGS = ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-Wall", "-Werror"]
@@ -93,6 +99,24 @@ class Target(LineProcess):
         words = self.readline(timeout).split()
         assert words[:1] == ["done"], words
         return words[1:]
+
+
+StartTarget = Callable[[str], Target]
+
+
+@pytest.fixture
+def start_target(
+    collectors: Path, fixtures: dict[str, Path], reap: list[LineProcess]
+) -> StartTarget:
+    """Starts the fixture program of this name (the collectors built); reaped if the test
+    fails."""
+
+    def start(name: str) -> Target:
+        target = Target(fixtures[name])
+        reap.append(target)
+        return target
+
+    return start
 
 
 @dataclass
@@ -181,14 +205,9 @@ def sched_attach_modes() -> list[str]:
 
 @pytest.mark.parametrize("attach", sched_attach_modes())
 def test_context_switches_match_proc(
-    collectors: Path,
-    fixtures: dict[str, Path],
-    tmp_path: Path,
-    reap: list[LineProcess],
-    attach: str,
+    start_target: StartTarget, tmp_path: Path, reap: list[LineProcess], attach: str
 ) -> None:
-    target = Target(fixtures["ctxsw"])
-    reap.append(target)
+    target = start_target("ctxsw")
     collector = Collector(
         "sched", [target.pid], tmp_path / "sched.json", "--now", "--attach", attach
     )
@@ -241,16 +260,11 @@ def test_context_switches_match_proc(
 
 @pytest.mark.parametrize("mode", ["full", "counters"])
 def test_window_gating(
-    collectors: Path,
-    fixtures: dict[str, Path],
-    tmp_path: Path,
-    reap: list[LineProcess],
-    mode: str,
+    start_target: StartTarget, tmp_path: Path, reap: list[LineProcess], mode: str
 ) -> None:
     """Only events between SIGUSR1 and SIGUSR2 count, also counters only (/proc read at the
     signals)."""
-    target = Target(fixtures["ctxsw"])
-    reap.append(target)
+    target = start_target("ctxsw")
     extra = ("--counters-only",) if mode == "counters" else ()
     collector = Collector("sched", [target.pid], tmp_path / "sched.json", *extra)
     reap.append(collector)
@@ -294,19 +308,14 @@ def switch_programs(prog_ids: set[int]) -> list[str]:
 
 @pytest.mark.parametrize("attach", sched_attach_modes())
 def test_counters_only_matches_proc_and_the_full_mode(
-    collectors: Path,
-    fixtures: dict[str, Path],
-    tmp_path: Path,
-    reap: list[LineProcess],
-    attach: str,
+    start_target: StartTarget, tmp_path: Path, reap: list[LineProcess], attach: str
 ) -> None:
     """--counters-only, beside a full collector on the same target: no program on
     sched_switch; switches exactly as /proc counts them over the window and as the full mode
     (within 2 %), the same wake-ups, run-queue time as the full mode's within the bound
     below, no histograms."""
     need(tool_problem("bpftool", "bpftool"))
-    target = Target(fixtures["ctxsw"])
-    reap.append(target)
+    target = start_target("ctxsw")
     mode = ("--now", "--attach", attach)
     full = Collector("sched", [target.pid], tmp_path / "full.json", *mode)
     reap.append(full)
@@ -366,11 +375,10 @@ def test_counters_only_matches_proc_and_the_full_mode(
 
 
 def test_wakeups_attributed_to_waker(
-    collectors: Path, fixtures: dict[str, Path], tmp_path: Path, reap: list[LineProcess]
+    start_target: StartTarget, tmp_path: Path, reap: list[LineProcess]
 ) -> None:
     messages = 2000
-    target = Target(fixtures["pingpong"])
-    reap.append(target)
+    target = start_target("pingpong")
     collector = Collector("sched", [target.pid], tmp_path / "sched.json", "--now")
     reap.append(collector)
     pinger_woke, ponger_woke = (int(word) for word in target.phase("go"))
@@ -451,16 +459,11 @@ def folded_weight(line: str) -> tuple[list[str], int]:
 
 @pytest.mark.parametrize("attach", ["tp_btf", "raw_tp", "tracepoint"])
 def test_futex_contention(
-    collectors: Path,
-    fixtures: dict[str, Path],
-    tmp_path: Path,
-    reap: list[LineProcess],
-    attach: str,
+    start_target: StartTarget, tmp_path: Path, reap: list[LineProcess], attach: str
 ) -> None:
     """4 threads x 8 acquisitions of a mutex held 4 ms: the mutex is the top lock, its
     stacks symbolized and demangled."""
-    target = Target(fixtures["locks"])
-    reap.append(target)
+    target = start_target("locks")
     mutex = target.ready[2]
     collector = Collector(
         "futex",
@@ -503,11 +506,10 @@ def test_futex_contention(
 
 
 def test_futex_failed_waits(
-    collectors: Path, fixtures: dict[str, Path], tmp_path: Path, reap: list[LineProcess]
+    start_target: StartTarget, tmp_path: Path, reap: list[LineProcess]
 ) -> None:
     """EAGAIN and ETIMEDOUT are counted apart and add no wait time."""
-    target = Target(fixtures["locks"])
-    reap.append(target)
+    target = start_target("locks")
     collector = Collector("futex", [target.pid], tmp_path / "futex.json", "--now")
     reap.append(collector)
     target.phase("fail")
@@ -528,11 +530,10 @@ def test_futex_failed_waits(
 
 
 def test_futex_window_gating(
-    collectors: Path, fixtures: dict[str, Path], tmp_path: Path, reap: list[LineProcess]
+    start_target: StartTarget, tmp_path: Path, reap: list[LineProcess]
 ) -> None:
     """The failed waits of the one phase inside SIGUSR1..SIGUSR2 only."""
-    target = Target(fixtures["locks"])
-    reap.append(target)
+    target = start_target("locks")
     collector = Collector("futex", [target.pid], tmp_path / "futex.json")
     reap.append(collector)
     target.phase("fail")
@@ -564,13 +565,12 @@ def stack_walks(prog_ids: set[int]) -> int:
 
 
 def test_futex_no_stacks_counts_the_same(
-    collectors: Path, fixtures: dict[str, Path], tmp_path: Path, reap: list[LineProcess]
+    start_target: StartTarget, tmp_path: Path, reap: list[LineProcess]
 ) -> None:
     """--no-stacks, attached to the same target beside a collector with stacks, counts the
     same waits, failures and wakes, takes no stack (not even in its code) and says so."""
     need(tool_problem("bpftool", "bpftool"))
-    target = Target(fixtures["locks"])
-    reap.append(target)
+    target = start_target("locks")
     full = Collector("futex", [target.pid], tmp_path / "full.json", "--now")
     reap.append(full)
     lean = Collector("futex", [target.pid], tmp_path / "lean.json", "--now", "--no-stacks")
@@ -638,16 +638,14 @@ def check_rate(
 
 
 def test_futex_no_loss_at_high_rate(
-    collectors: Path,
-    fixtures: dict[str, Path],
+    start_target: StartTarget,
     tmp_path: Path,
     reap: list[LineProcess],
     record_property: Callable[[str, object], None],
 ) -> None:
     """Every futex call of a storm (millions a second: two events each, entry and exit) is
     counted exactly, and nothing is lost."""
-    target = Target(fixtures["storm"])
-    reap.append(target)
+    target = start_target("storm")
     collector = Collector("futex", [target.pid], tmp_path / "futex.json", "--now")
     reap.append(collector)
     cpu_before = process_cpu_ns(target.pid)
@@ -670,16 +668,14 @@ def test_futex_no_loss_at_high_rate(
 
 
 def test_sched_no_loss_at_high_rate(
-    collectors: Path,
-    fixtures: dict[str, Path],
+    start_target: StartTarget,
     tmp_path: Path,
     reap: list[LineProcess],
     record_property: Callable[[str, object], None],
 ) -> None:
     """Two threads per CPU yielding to each other: millions of switches a second, each one
     counted as /proc counts it, and nothing lost."""
-    target = Target(fixtures["storm"])
-    reap.append(target)
+    target = start_target("storm")
     collector = Collector("sched", [target.pid], tmp_path / "sched.json", "--now")
     reap.append(collector)
     cpu_before = process_cpu_ns(target.pid)
@@ -706,17 +702,12 @@ def test_sched_no_loss_at_high_rate(
     "scenario", ["sched-sigterm", "sched-duration", "futex-sigint", "futex-target-crashed"]
 )
 def test_nothing_stays_loaded(
-    collectors: Path,
-    fixtures: dict[str, Path],
-    tmp_path: Path,
-    reap: list[LineProcess],
-    scenario: str,
+    start_target: StartTarget, tmp_path: Path, reap: list[LineProcess], scenario: str
 ) -> None:
     need(tool_problem("bpftool", "bpftool"))
     tool = scenario.split("-")[0]
     before = named(PROG_PREFIXES)
-    target = Target(fixtures["locks"])
-    reap.append(target)
+    target = start_target("locks")
     extra = ("--now", "--duration-s", "0.5") if scenario == "sched-duration" else ("--now",)
     collector = Collector(tool, [target.pid], tmp_path / "out.json", *extra)
     reap.append(collector)
