@@ -7,6 +7,7 @@ import io
 import json
 from datetime import datetime
 
+import plans
 import pytest
 from conftest import FIXTURES, run_harness, runs_dir
 from rich.console import Console
@@ -15,7 +16,6 @@ from harness.catalog import suite_at
 from harness.describe import describe
 from harness.probes.spec import parse_probes
 from harness.run.estimate import steps
-from harness.run.plan import build_plan
 from harness.run.progress import Step, make_progress
 from harness.run.repeat import Outcome
 
@@ -69,16 +69,11 @@ def test_the_step_count_is_what_the_runner_runs(harness_env: dict[str, str]) -> 
     for probes in ("none", "sched", "futex", "offwake", "sched,futex,oncpu"):
         for measure in (False, True):
             for asked in (None, 1, 3):
-                plan = build_plan(
+                plan = plans.plan(
                     suite,
                     description,
                     strategies=["slow", "fast"],
-                    scenarios=None,
-                    sweep={},
-                    duration_s=1,
-                    warmup_s=0,
                     repeats=3,
-                    order="interleaved",
                     probes=parse_probes(probes),
                     probe_overhead=measure,
                     explain_repeats=asked,

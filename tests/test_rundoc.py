@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import plans
 import pytest
 from conftest import FIXTURES, run_harness, runs_dir
 from rundocs import schema_problems
@@ -19,7 +20,6 @@ from harness.describe import describe
 from harness.hostinfo import collect_host, git_info
 from harness.paths import REPO_ROOT
 from harness.results import RunRecord
-from harness.run.plan import build_plan
 from harness.rundoc import jsonfile
 from harness.rundoc.model import SCHEMA_VERSION
 from harness.rundoc.schema import SCHEMA_FILE, run_schema, schema_text
@@ -79,18 +79,7 @@ def the_run(env: dict[str, str], args: list[str], expect: int = 0) -> dict[str, 
 def created(out_dir: Path, strategies: list[str], sweep: dict[str, list[object]]) -> RunRecord:
     """A sleepy run as the runner starts it: run.json written, nothing run yet."""
     suite = discover(FIXTURES)["sleepy"]
-    plan = build_plan(
-        suite,
-        describe(suite),
-        strategies=strategies,
-        scenarios=None,
-        sweep=sweep,
-        duration_s=1.0,
-        warmup_s=0.0,
-        repeats=2,
-        order="interleaved",
-        probes=(),
-    )
+    plan = plans.plan(suite, describe(suite), strategies=strategies, sweep=sweep)
     git, host = git_info(REPO_ROOT), collect_host()
     return RunRecord.create(out_dir, plan, git=git, host=host, command=["harness", "run"])
 

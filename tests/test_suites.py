@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import plans
 import pytest
 from conftest import FIXTURES
 from product_text import issue_refs
@@ -14,7 +15,7 @@ from product_text import issue_refs
 from harness.describe import ParamSpec, parse_description, render
 from harness.errors import BadInput
 from harness.paths import REPO_ROOT
-from harness.run.plan import build_plan, plan_matrix
+from harness.run.plan import plan_matrix
 from harness.suites import Scale, discover, load_suite, select
 
 pytestmark = pytest.mark.unit
@@ -295,17 +296,7 @@ def test_no_suite_description_names_an_issue(manifest: Path) -> None:
 
 def plan_for(tmp_path: Path, **kwargs: Any) -> Any:
     suite = load_suite(write_suite(tmp_path / "toy", 'name = "toy"\nbinary = "toy"\n'))
-    options: dict[str, Any] = {
-        "strategies": None,
-        "scenarios": None,
-        "sweep": {},
-        "duration_s": 1.0,
-        "warmup_s": 0.0,
-        "repeats": 2,
-        "order": "interleaved",
-        "probes": (),
-    }
-    return build_plan(suite, parse_description(DESCRIBE, "toy"), **{**options, **kwargs})
+    return plans.plan(suite, parse_description(DESCRIBE, "toy"), **kwargs)
 
 
 def test_cells_are_strategies_times_the_swept_values(tmp_path: Path) -> None:
@@ -411,15 +402,4 @@ def test_a_baseline_unknown_to_describe_is_reported(tmp_path: Path) -> None:
     manifest = write_suite(tmp_path / "toy", 'name = "toy"\nbinary = "t"\nbaseline = "zz"\n')
     suite = load_suite(manifest)
     with pytest.raises(BadInput, match=r"key 'baseline': unknown strategy 'zz' \(valid: a, b\)"):
-        build_plan(
-            suite,
-            parse_description(DESCRIBE, "toy"),
-            strategies=None,
-            scenarios=None,
-            sweep={},
-            duration_s=1,
-            warmup_s=0,
-            repeats=1,
-            order="interleaved",
-            probes=(),
-        )
+        plans.plan(suite, parse_description(DESCRIBE, "toy"), repeats=1)
