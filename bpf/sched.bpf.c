@@ -34,6 +34,13 @@ struct {
 	__type(value, struct wakeup_val);
 } wakeups SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PAIR_SLOTS);
+	__type(key, __u32);
+	__type(value, struct pair_slot);
+} pair_slots SEC(".maps");
+
 /* Switch-outs in the window not preceded by the switch-in that must have come
  * between: a sched_switch the program did not see (a kernel that runs no BPF
  * programs while some tasks are current). The off-CPU interval that switch-in
@@ -157,16 +164,29 @@ static __always_inline int on_switch(bool btf, unsigned long long *ctx, bool pre
 static __always_inline void count_waker(struct task_struct *p, __u32 tgid, __u32 tid)
 {
 	__u64 waker = bpf_get_current_pid_tgid();
+	__u32 slot = pair_slot(waker, tid);
 	struct wakeup_key key = {};
 	struct wakeup_val *val;
+	struct pair_slot *ps;
+	bool claim;
 	long err;
 
+	ps = bpf_map_lookup_elem(&pair_slots, &slot);
+	if (!ps)
+		return;
+	/* Interrupts are off in try_to_wake_up(): nothing else on this CPU
+	 * writes the slot meanwhile. */
+	if (ps->count && ps->waker_tid == (__u32)waker && ps->wakee_tid == tid) {
+		ps->count++;
+		return;
+	}
+	claim = !ps->count;
 	key.waker_tid = waker;
 	key.wakee_tid = tid;
 	val = bpf_map_lookup_elem(&wakeups, &key);
 	if (!val) {
 		struct wakeup_val init = {
-			.count = 1,
+			.count = !claim,
 			.waker_tgid = waker >> 32,
 			.wakee_tgid = tgid,
 		};
@@ -174,17 +194,22 @@ static __always_inline void count_waker(struct task_struct *p, __u32 tgid, __u32
 		bpf_get_current_comm(init.waker_comm, sizeof(init.waker_comm));
 		bpf_probe_read_kernel_str(init.wakee_comm, sizeof(init.wakee_comm), p->comm);
 		err = bpf_map_update_elem(&wakeups, &key, &init, BPF_NOEXIST);
-		if (!err)
-			return;
-		if (err != -EEXIST) {
+		if (err == -EEXIST)
+			val = bpf_map_lookup_elem(&wakeups, &key);
+		else if (err) {
 			count_lost();
 			return;
 		}
-		val = bpf_map_lookup_elem(&wakeups, &key);
-		if (!val)
+		if (!err && !claim)
 			return;
 	}
-	__sync_fetch_and_add(&val->count, 1);
+	if (claim) {
+		ps->waker_tid = waker;
+		ps->wakee_tid = tid;
+		ps->count = 1;
+	} else if (val) {
+		__sync_fetch_and_add(&val->count, 1);
+	}
 }
 
 static __always_inline int on_wakeup(bool btf, struct task_struct *p, bool new_task)

@@ -107,6 +107,44 @@ static void add_wakeup(const void *key, const void *value, void *ctx)
 	memcpy(&w->val, value, sizeof(w->val));
 }
 
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct wakeup *x = a, *y = b;
+
+	if (x->key.waker_tid != y->key.waker_tid)
+		return x->key.waker_tid < y->key.waker_tid ? -1 : 1;
+	return x->key.wakee_tid < y->key.wakee_tid ? -1 : x->key.wakee_tid > y->key.wakee_tid;
+}
+
+/* Adds the per-CPU slots' counts (sched.h, pair_slots) to their pairs. */
+static void add_pair_slots(struct result *r, int fd)
+{
+	int ncpus = libbpf_num_possible_cpus(), cpu;
+	struct pair_slot *slots;
+	struct wakeup want, *w;
+	__u32 slot;
+
+	if (ncpus <= 0 || !(slots = calloc(ncpus, sizeof(*slots))))
+		fatal("out of memory");
+	sort_array(r->wakeups, r->nwakeups, sizeof(*r->wakeups), cmp_pair);
+	for (slot = 0; slot < PAIR_SLOTS; slot++) {
+		if (bpf_map_lookup_elem(fd, &slot, slots))
+			continue;
+		for (cpu = 0; cpu < ncpus; cpu++) {
+			if (!slots[cpu].count)
+				continue;
+			want.key.waker_tid = slots[cpu].waker_tid;
+			want.key.wakee_tid = slots[cpu].wakee_tid;
+			w = r->nwakeups ? bsearch(&want, r->wakeups, r->nwakeups, sizeof(*w),
+						  cmp_pair) : NULL;
+			/* The program makes the pair's entry before it claims a slot. */
+			if (w)
+				w->val.count += slots[cpu].count;
+		}
+	}
+	free(slots);
+}
+
 static __u64 monotonic_ns(void)
 {
 	struct timespec ts;
@@ -557,6 +595,7 @@ int main(int argc, char **argv)
 
 	for_each_entry(bpf_map__fd(skel->maps.wakeups), sizeof(struct wakeup_key),
 		       sizeof(struct wakeup_val), add_wakeup, &r);
+	add_pair_slots(&r, bpf_map__fd(skel->maps.pair_slots));
 	if (env.counters_only) {
 		add_counted(&r, &cs);
 		add_wakeups_received(&r);

@@ -54,4 +54,22 @@ struct wakeup_val {
 	char wakee_comm[TASK_COMM_LEN];
 };
 
+/* Per CPU, a direct-mapped cache of wake-up pairs (slot: a hash of the two
+ * tids): a pair that holds its slot on this CPU is counted there, with no hash
+ * lookup and no atomic; count 0 is an empty slot. The pair's entry in
+ * `wakeups` (names, tgids, and the wake-ups counted while another pair held
+ * the slot) exists before the slot is claimed; the loader adds the slots up. */
+#define PAIR_SLOTS 1024
+
+struct pair_slot {
+	__u32 waker_tid;
+	__u32 wakee_tid;
+	__u64 count;
+};
+
+static inline __u32 pair_slot(__u32 waker_tid, __u32 wakee_tid)
+{
+	return ((waker_tid * 2654435761U) ^ wakee_tid) & (PAIR_SLOTS - 1);
+}
+
 #endif /* SCHED_H */
