@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from harness.base import writes
 from harness.errors import BadInput
-from harness.rundoc.model import SCHEMA_VERSION, RunDoc
+from harness.rundoc.model import SCHEMA_VERSION, Record, RunDoc
 
 # No run.json the harness writes nests deeper than a dozen levels; a deeper one is refused
 # before anything walks it recursively (the validation, the metrics' flattening).
@@ -21,10 +21,10 @@ class RunLoadError(BadInput):
     """A path that is not a readable run.json; the message names the path and the problem."""
 
 
-def as_json(run: RunDoc) -> dict[str, Any]:
-    """The document as run.json holds it; a NaN or infinity (the interval of one sample)
-    becomes null."""
-    return run.model_dump(mode="json")
+def as_json(record: Record) -> dict[str, Any]:
+    """The document (or one of its objects) as run.json holds it; a NaN or infinity (the
+    interval of one sample) becomes null."""
+    return record.model_dump(mode="json")
 
 
 def dumps(run: RunDoc) -> str:

@@ -372,6 +372,16 @@ class Profile(Record):
     offwake_ns: Absent[int] = None
     """ns off CPU of the workload's threads, all repeats."""
 
+    @property
+    def empty(self) -> bool:
+        """Nothing drawn or read: the profiler did not run for the cell."""
+        return all(getattr(self, key) is None for key in type(self).model_fields)
+
+    def file(self, key: str) -> str | None:
+        """The path a key names (`svg`, `offcpu_folded`...: a flame kind's keys)."""
+        value = getattr(self, key, None)
+        return value if isinstance(value, str) and value else None
+
 
 class OverheadInterval(Record):
     """One probe set's ops/s ratio, paired by repeat round (each round's ops/s with the probes
@@ -434,6 +444,15 @@ class Cell(Record):
     stability: Absent[dict[str, list[str]]] = None
     """Metric (the headline one, CPU per op) -> its stability warnings over the repeats
     (spread, bimodal, drift: harness/stability.py); absent when there are none."""
+
+    @property
+    def runs(self) -> tuple[int, int]:
+        """(successful repeats, failed repeats)."""
+        return len(self.repeats), len(self.failures)
+
+    def variant(self, key: str | None) -> list[dict[str, Any]]:
+        """The result objects of the repeats run with probe set `key` (none without one)."""
+        return list((self.probe_variants or {}).get(key) or []) if key else []
 
 
 class Comparison(Record):
@@ -525,3 +544,11 @@ class RunDoc(Record):
     """The harness process that runs it (left out by harnesses before it was added)."""
     abandoned_reason: Absent[str] = None
     """Status `abandoned`: what happened, and what was cleaned up."""
+
+    def units(self) -> dict[str, str]:
+        """Declared metric -> its unit (empty without one)."""
+        return {m.name: m.unit or "" for m in self.metrics}
+
+    def named_probes(self) -> frozenset[str]:
+        """The probes the user named in --probes (config.probes_named)."""
+        return frozenset(self.config.probes_named or ())
