@@ -26,6 +26,7 @@ from harness.format.numbers import DASH, human_p, is_time_metric
 from harness.probes import registry
 from harness.profiles.run_diff import diff_runs
 from harness.rundoc import jsonfile
+from harness.rundoc.model import Cell, RunDoc
 from harness.stats import compare_samples, metric_values, params_key, summarize_values
 from harness.tables import (
     VERDICT_STYLES,
@@ -51,22 +52,27 @@ FITTED_LEGEND = (
 RESULT_FIELDS = ("ratio", "ci95_low", "ci95_high", "p_value", "significant", "verdict", "reason")
 
 
-def cell_key(doc: Mapping[str, Any], cell: Mapping[str, Any]) -> CellKey:
+def cell_key(run: RunDoc, cell: Cell) -> CellKey:
+    return run.suite, cell.strategy, cell.scenario, params_key(cell.params)
+
+
+def json_cell_key(doc: Mapping[str, Any], cell: Mapping[str, Any]) -> CellKey:
+    """cell_key of run.json's dicts, for profiles/run_diff.py which reads those."""
     return (
-        str(doc.get("suite")),
-        str(cell.get("strategy")),
-        str(cell.get("scenario")),
-        params_key(cell.get("params")),
+        str(doc["suite"]),
+        str(cell["strategy"]),
+        str(cell["scenario"]),
+        params_key(cell["params"]),
     )
 
 
-def declared_metrics(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def declared_metrics(a: RunDoc, b: RunDoc) -> list[Mapping[str, Any]]:
     """Metrics either run declares, A's declaration first when both name one."""
     merged: dict[str, Mapping[str, Any]] = {}
-    for doc in (b, a):
-        for metric in doc.get("metrics") or []:
-            merged[str(metric["name"])] = metric
-    order = [str(m["name"]) for doc in (a, b) for m in doc.get("metrics") or []]
+    for run in (b, a):
+        for declared in run.metrics:
+            merged[declared.name] = jsonfile.as_json(declared)
+    order = [m.name for run in (a, b) for m in run.metrics]
     # Runs recorded before the probe metrics were declared still have them in their repeats.
     for metric in registry.declared_metrics():
         merged.setdefault(metric["name"], metric)
@@ -81,18 +87,22 @@ def _side(values: Sequence[float]) -> dict[str, float] | None:
     return {key: summary[key] for key in ("median", "ci95_low", "ci95_high", "ci_coverage", "n")}
 
 
-def _identity(doc: Mapping[str, Any], cell: Mapping[str, Any]) -> dict[str, Any]:
+def _identity(run: RunDoc, cell: Cell) -> dict[str, Any]:
     return {
-        "suite": doc.get("suite"),
-        "strategy": cell.get("strategy"),
-        "scenario": cell.get("scenario"),
-        "params": dict(cell.get("params") or {}),
+        "suite": run.suite,
+        "strategy": cell.strategy,
+        "scenario": cell.scenario,
+        "params": dict(cell.params),
     }
 
 
-def _only_in(doc: Mapping[str, Any], cell: Mapping[str, Any], side: str) -> dict[str, Any]:
+def _values(cell: Cell, metric: str) -> list[float]:
+    return metric_values({"repeats": cell.repeats}, metric)
+
+
+def _only_in(run: RunDoc, cell: Cell, side: str) -> dict[str, Any]:
     other = "B" if side == "A" else "A"
-    return _identity(doc, cell) | {
+    return _identity(run, cell) | {
         "metric": None,
         "better": None,
         "a": None,
@@ -107,10 +117,10 @@ def _only_in(doc: Mapping[str, Any], cell: Mapping[str, Any], side: str) -> dict
     }
 
 
-def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
+def compare_runs(a: RunDoc, b: RunDoc) -> list[dict[str, Any]]:
     """One entry per matched cell and metric (ratio B/A), then one per unmatched cell."""
-    cells_a = {cell_key(a, cell): cell for cell in a.get("cells") or []}
-    cells_b = {cell_key(b, cell): cell for cell in b.get("cells") or []}
+    cells_a = {cell_key(a, cell): cell for cell in a.cells}
+    cells_b = {cell_key(b, cell): cell for cell in b.cells}
     metrics = declared_metrics(a, b)
     entries: list[dict[str, Any]] = []
     for key, cell_a in cells_a.items():
@@ -119,7 +129,7 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, A
             continue
         for metric in metrics:
             name, better = str(metric["name"]), metric.get("better")
-            values_a, values_b = metric_values(cell_a, name), metric_values(cell_b, name)
+            values_a, values_b = _values(cell_a, name), _values(cell_b, name)
             if not values_a and not values_b:
                 continue  # neither run reports it for this cell: nothing to say
             result = compare_samples(values_a, values_b, better)
@@ -138,33 +148,30 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, A
     return entries
 
 
-def _describe(label: str, doc: Mapping[str, Any]) -> Text:
-    host = doc.get("host") or {}
-    git = doc.get("git") or {}
-    commit = str(git.get("commit") or "no commit")[:10] + (" dirty" if git.get("dirty") else "")
+def _describe(label: str, run: RunDoc) -> Text:
+    host, git = run.host, run.git
+    commit = (git.commit or "no commit")[:10] + (" dirty" if git.dirty else "")
     return Text(
-        f"{label}  {doc.get('run_id')} · {doc.get('suite')} · {doc.get('status')} · git {commit}"
-        f" · host {host.get('hostname')} ({host.get('cpu_model')}, "
-        f"{host.get('logical_cpus')} CPUs)"
+        f"{label}  {run.run_id} · {run.suite} · {run.status} · git {commit}"
+        f" · host {host.hostname} ({host.cpu_model}, {host.logical_cpus} CPUs)"
     )
 
 
-def _warnings(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+def _warnings(a: RunDoc, b: RunDoc) -> list[str]:
     found = []
-    if a.get("suite") != b.get("suite"):
-        found.append(f"the runs are of different suites ({a.get('suite')}, {b.get('suite')})")
-    host_a, host_b = a.get("host") or {}, b.get("host") or {}
+    if a.suite != b.suite:
+        found.append(f"the runs are of different suites ({a.suite}, {b.suite})")
     differing = [
         key
         for key in ("hostname", "cpu_model", "logical_cpus", "governor", "smt", "turbo")
-        if host_a.get(key) != host_b.get(key)
+        if getattr(a.host, key) != getattr(b.host, key)
     ]
     if differing:
         found.append(f"the hosts differ in {', '.join(differing)}: part of any change is the host")
-    config_a, config_b = a.get("config") or {}, b.get("config") or {}
-    for key in ("duration_s", "warmup_s"):
-        if config_a.get(key) != config_b.get(key):
-            found.append(f"{key} differs: {config_a.get(key)} in A, {config_b.get(key)} in B")
+    if a.config.duration_s != b.config.duration_s:
+        found.append(f"duration_s differs: {a.config.duration_s} in A, {b.config.duration_s} in B")
+    if a.config.warmup_s != b.config.warmup_s:
+        found.append(f"warmup_s differs: {a.config.warmup_s} in A, {b.config.warmup_s} in B")
     return found
 
 
@@ -281,8 +288,8 @@ def fitted_comparison(
 
 
 def render(
-    a: Mapping[str, Any],
-    b: Mapping[str, Any],
+    a: RunDoc,
+    b: RunDoc,
     entries: Sequence[Mapping[str, Any]],
     console: Console,
     wide: bool = False,
@@ -342,13 +349,13 @@ def compare_command(
 ) -> int:
     """Exit 0 after comparing; 2 when either path is not a readable run."""
     try:
-        a = jsonfile.as_json(jsonfile.load_run(run_a))
-        b = jsonfile.as_json(jsonfile.load_run(run_b))
+        a, b = jsonfile.load_run(run_a), jsonfile.load_run(run_b)
     except jsonfile.RunLoadError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     entries = compare_runs(a, b)
-    graphs, missing = diff_runs(a, run_dir(run_a), b, run_dir(run_b), cell_key)
+    docs = jsonfile.as_json(a), jsonfile.as_json(b)
+    graphs, missing = diff_runs(docs[0], run_dir(run_a), docs[1], run_dir(run_b), json_cell_key)
     if as_json:
         console.out(json.dumps(entries, indent=2), highlight=False)
     else:

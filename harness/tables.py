@@ -33,7 +33,6 @@ from harness.format.metrics import (
 from harness.format.notes import (
     STATUS_NOTES,
     grouped,
-    named_probes,
     notes,
     probe_notes,
     probe_summary,
@@ -51,8 +50,11 @@ from harness.format.numbers import (
 )
 from harness.probes import bpfstats
 from harness.probes.overhead_pairs import explain_footer, overhead_cpu_shares, paired_text
+from harness.rundoc.jsonfile import as_json
+from harness.rundoc.model import Cell, OverheadInterval, RunDoc
+from harness.rundoc.view import RunView
 from harness.stability import stability_notes
-from harness.stats import CONFIDENCE, compare_cells, params_key
+from harness.stats import CONFIDENCE, params_key
 
 Layout = Literal["wide", "narrow", "stacked"]
 LAYOUTS: tuple[Layout, ...] = ("wide", "narrow", "stacked")
@@ -147,21 +149,27 @@ def new_table(title: str | None, layout: Layout, roomy: bool = True) -> Table:
     )
 
 
-def always_zero(cells: Sequence[Mapping[str, Any]], metric: str) -> bool:
-    """True when the metric was reported and was 0 in every repeat of every cell."""
-    summaries = [cell_summary(cell).get(metric) for cell in cells]
-    reported = [s for s in summaries if s]
+def always_zero(summaries: Sequence[Mapping[str, Any]], metric: str) -> bool:
+    """True when the metric was reported and was 0 in every repeat of every cell (given their
+    summaries)."""
+    reported = [s[metric] for s in summaries if s.get(metric)]
     return bool(reported) and all(s["min"] == 0 and s["max"] == 0 for s in reported)
 
 
-def runs_text(cell: Mapping[str, Any]) -> Text:
-    ok, failed = len(cell.get("repeats") or []), len(cell.get("failures") or [])
+def runs_text(cell: Cell) -> Text:
+    ok, failed = cell.runs
     return Text(f"{ok}/{ok + failed}", style="red" if failed else "")
 
 
+def summaries_of(view: RunView, cells: Sequence[Cell]) -> list[Mapping[str, Any]]:
+    """Each cell's figures, metric -> its summary."""
+    return [cell_summary(view.cell_doc(cell)) for cell in cells]
+
+
 def scenario_table(
+    view: RunView,
     scenario: str,
-    cells: Sequence[Mapping[str, Any]],
+    cells: Sequence[Cell],
     units: Mapping[str, str],
     labels: Mapping[str, str],
     ratios: Mapping[tuple[Any, str], Mapping[str, Any]],
@@ -176,13 +184,13 @@ def scenario_table(
     runs column only when some cell lost repeats."""
     table = new_table(f"scenario {scenario}", layout, roomy=full)
     irregular = len({runs_text(cell).plain for cell in cells}) > 1 or any(
-        cell.get("failures") for cell in cells
+        cell.failures for cell in cells
     )
     wide = layout == "wide"
     show_p = wide and full
     show_runs = wide and (full or irregular)
     table.add_column("strategy", no_wrap=True, overflow="fold")
-    params = varying_params(cells)
+    params = varying_params([view.cell_doc(cell) for cell in cells])
     for name in params:
         table.add_column(name, justify="right", no_wrap=True, overflow="fold")
     for name in columns:
@@ -194,13 +202,12 @@ def scenario_table(
     if show_runs:
         table.add_column("runs", justify="right", no_wrap=True, overflow="fold")
 
-    for cell in cells:
-        summary = cell_summary(cell)
-        strategy = Text(str(cell.get("strategy")))
+    for cell, summary in zip(cells, summaries_of(view, cells), strict=True):
+        strategy = Text(cell.strategy)
         if not wide and irregular:
             strategy.append("\n").append_text(runs_text(cell)).append(" runs")
         row: list[Text | str] = [strategy]
-        row += [param_text((cell.get("params") or {}).get(name)) for name in params]
+        row += [param_text(cell.params.get(name)) for name in params]
         row += [
             figure(
                 summary.get(name),
@@ -212,74 +219,65 @@ def scenario_table(
             for name in columns
         ]
         if baseline is not None:
-            entry = ratios.get((cell.get("strategy"), params_key(cell.get("params"))))
-            p_value = entry.get("p_value") if entry else None
-            if cell.get("strategy") == baseline:
+            entry = ratios.get((cell.strategy, params_key(cell.params)))
+            p_value = entry["p_value"] if entry else None
+            if cell.strategy == baseline:
                 row.append(Text("baseline", style="dim"))
             else:
                 row.append(ratio_figure(entry, layout))
             if show_p:
-                row.append(
-                    "" if cell.get("strategy") == baseline or p_value is None else human_p(p_value)
-                )
+                row.append("" if cell.strategy == baseline or p_value is None else human_p(p_value))
         if show_runs:
             row.append(runs_text(cell))
         table.add_row(*row)
     return table
 
 
-def _header(doc: Mapping[str, Any]) -> Text:
-    config = doc.get("config") or {}
-    host = doc.get("host") or {}
-    git = doc.get("git") or {}
-    on_off: dict[Any, str] = {True: "on", False: "off"}
+def _header(run: RunDoc) -> Text:
+    config, host, git = run.config, run.host, run.git
+    on_off: dict[bool | None, str] = {True: "on", False: "off"}
     text = Text()
-    text.append(str(doc.get("suite")), style="bold")
-    text.append(f" · run {doc.get('run_id')} · {doc.get('status')}")
-    facts = []
-    if config.get("repeats") is not None:
-        facts.append(
-            f"{config['repeats']} repeats {TIMES} {config.get('duration_s')} s "
-            f"(warm-up {config.get('warmup_s')} s)"
-        )
-    commit = git.get("commit")
-    facts.append(f"git {str(commit)[:10] if commit else 'no commit'}")
-    if git.get("dirty"):
+    text.append(run.suite, style="bold")
+    text.append(f" · run {run.run_id} · {run.status}")
+    facts = [
+        f"{config.repeats} repeats {TIMES} {config.duration_s} s (warm-up {config.warmup_s} s)",
+        f"git {git.commit[:10] if git.commit else 'no commit'}",
+    ]
+    if git.dirty:
         facts.append("dirty tree")
     text.append("\n" + " · ".join(facts), style="dim")
-    placement = cpuset_header(config.get("cpuset"))
+    placement = cpuset_header(config.cpuset)
     if placement:
-        auto = " (automatic split)" if config.get("cpuset_auto") else ""
+        auto = " (automatic split)" if config.cpuset_auto else ""
         text.append(f"\n{placement}{auto}", style="dim")
     text.append(
-        f"\nhost {host.get('hostname')} · {host.get('cpu_model')} · "
-        f"{host.get('logical_cpus')} CPUs · governor {host.get('governor')} · "
-        f"SMT {on_off.get(host.get('smt'), 'unknown')} · "
-        f"turbo {on_off.get(host.get('turbo'), 'unknown')}",
+        f"\nhost {host.hostname} · {host.cpu_model} · {host.logical_cpus} CPUs · "
+        f"governor {host.governor} · SMT {on_off.get(host.smt, 'unknown')} · "
+        f"turbo {on_off.get(host.turbo, 'unknown')}",
         style="dim",
     )
     return text
 
 
-def _failure_lines(cells: Sequence[Mapping[str, Any]], params: Sequence[str]) -> list[Text]:
+def _failure_lines(cells: Sequence[Cell], params: Sequence[str]) -> list[Text]:
     lines = []
     for cell in cells:
-        failures = cell.get("failures") or []
         label = " ".join(
-            [str(cell.get("strategy"))]
-            + [f"{name}={param_text((cell.get('params') or {}).get(name))}" for name in params]
+            [cell.strategy] + [f"{name}={param_text(cell.params.get(name))}" for name in params]
         )
-        for failure in failures[:3]:
-            error = str(failure.get("error") or "").strip().splitlines()
+        for failure in cell.failures[:3]:
+            error = failure.error.strip().splitlines()
             lines.append(
                 Text(
-                    f"failed: {label} repeat {failure.get('repeat')} "
-                    f"(exit {failure.get('exit_code')}): {error[-1] if error else 'no message'}",
+                    f"failed: {label} repeat {failure.repeat} "
+                    f"(exit {failure.exit_code}): {error[-1] if error else 'no message'}",
                     style="red",
                 )
             )
-        if len(failures) > 3:
-            lines.append(Text(f"… and {len(failures) - 3} more failures of {label}", style="red"))
+        if len(cell.failures) > 3:
+            lines.append(
+                Text(f"… and {len(cell.failures) - 3} more failures of {label}", style="red")
+            )
     return lines
 
 
@@ -317,25 +315,15 @@ def _legend(
     return text
 
 
-def _comparisons(doc: Mapping[str, Any], metric: str | None) -> list[Mapping[str, Any]]:
-    """The run's comparisons; computed here only for a run.json written without them."""
-    if "comparisons" in doc:
-        return list(doc.get("comparisons") or [])
-    baseline = (doc.get("config") or {}).get("baseline")
-    if baseline and metric:
-        return list(compare_cells(doc.get("cells") or [], baseline, [{"name": metric}]))
-    return []
-
-
-def overhead_table(doc: Mapping[str, Any]) -> Table | None:
+def overhead_table(view: RunView) -> Table | None:
     """Ops/s with each probe set / without probes, per cell and over the run."""
-    overall = doc.get("probe_overhead")
+    run = view.run
+    overall = run.probe_overhead
     if not overall:
         return None
-    cells = list(doc.get("cells") or [])
-    params = varying_params(cells)
+    params = varying_params(view.cell_docs)
     title = "probe overhead: median ops/s with the probes / without"
-    if doc.get("probe_overhead_paired"):
+    if run.probe_overhead_paired:
         title = (
             "probe overhead: ops/s with the probes / without, paired by round: median, "
             "its interval; * Wilcoxon signed-rank p < 0.05"
@@ -347,24 +335,24 @@ def overhead_table(doc: Mapping[str, Any]) -> Table | None:
     for key in overall:
         table.add_column(key, justify="right")
 
-    def ratio(value: Any, paired: Any = None) -> Text:
-        if isinstance(paired, Mapping) and paired.get("ratio") is not None:
-            return paired_text(paired)
-        return Text(human_ratio(float(value))) if value is not None else Text(DASH, style="dim")
+    def ratio(value: float | None, paired: OverheadInterval | None = None) -> Text:
+        if paired is not None and paired.ratio is not None:
+            return paired_text(as_json(paired))
+        return Text(human_ratio(value)) if value is not None else Text(DASH, style="dim")
 
-    for cell in cells:
-        ratios = cell.get("probe_overhead") or {}
-        pairs = cell.get("probe_overhead_paired") or {}
-        row: list[Text | str] = [str(cell.get("strategy"))]
-        row += [param_text((cell.get("params") or {}).get(name)) for name in params]
+    for cell in run.cells:
+        ratios = cell.probe_overhead or {}
+        pairs = cell.probe_overhead_paired or {}
+        row: list[Text | str] = [cell.strategy]
+        row += [param_text(cell.params.get(name)) for name in params]
         table.add_row(*row, *(ratio(ratios.get(key), pairs.get(key)) for key in overall))
-    pooled = doc.get("probe_overhead_paired") or {}
+    pooled = run.probe_overhead_paired or {}
     label = Text("all cells (rounds pooled)" if pooled else "all cells (geometric mean)")
     label.stylize("bold")
     table.add_row(
         label, *([""] * len(params)), *(ratio(v, pooled.get(k)) for k, v in overall.items())
     )
-    shares = overhead_cpu_shares(cells, list(overall))
+    shares = overhead_cpu_shares(view.cell_docs, list(overall))
     if shares:
         table.add_row(
             Text("BPF CPU share", style="dim"),
@@ -397,49 +385,51 @@ def fitted_table(
     return build(chosen, "wide", False), chosen
 
 
-def print_run(doc: Mapping[str, Any], console: Console, wide: bool = False) -> None:
+def print_run(run: RunDoc, console: Console, wide: bool = False) -> None:
     """Header, one table per scenario, failures, notes, and a legend of what the brackets
     mean. By default each table fits the console with a line a row and the notes are grouped;
     `wide`: every column and every note."""
-    console.print(_header(doc))
-    status = str(doc.get("status"))
-    if status in STATUS_NOTES:
-        style, note = STATUS_NOTES[status]
-        console.print(Text(f"status {status}: {note}", style=style))
-    cells = list(doc.get("cells") or [])
+    console.print(_header(run))
+    if run.status in STATUS_NOTES:
+        style, note = STATUS_NOTES[run.status]
+        console.print(Text(f"status {run.status}: {note}", style=style))
+    cells = run.cells
     if not cells:
         console.print("no cells in this run")
         return
 
-    summaries = [cell_summary(cell) for cell in cells]
+    view = RunView(run)
+    doc = view.doc  # for the helpers of harness/format/, which read run.json's dicts
+    summaries = summaries_of(view, cells)
     headline = headline_metrics(doc)
     columns = metric_columns(summaries, headline)
-    units = {str(m["name"]): str(m.get("unit", "")) for m in doc.get("metrics") or []}
+    units = run.units()
     labels = table_labels(doc)
     headings = {name: heading(name, labels, units) for name in columns}
-    baseline = (doc.get("config") or {}).get("baseline")
+    baseline = run.config.baseline
     metric = ratio_metric(doc, columns) if baseline else None
-    comparisons = _comparisons(doc, metric)
+    comparisons = doc["comparisons"]
 
     shown: list[Mapping[str, Any]] = []
     hidden: dict[str, None] = {}  # columns --wide has and the default tables left out
     always: dict[str, bool] = {}  # timeouts, errors: 0 in every repeat of every scenario?
-    for scenario in dict.fromkeys(str(cell.get("scenario")) for cell in cells):
-        group = [cell for cell in cells if str(cell.get("scenario")) == scenario]
+    for scenario in dict.fromkeys(cell.scenario for cell in cells):
+        group = [cell for cell in cells if cell.scenario == scenario]
+        figures = summaries_of(view, group)
         ratios = {
-            (e.get("candidate"), params_key(e.get("params"))): e
+            (e["candidate"], params_key(e["params"])): e
             for e in comparisons
-            if e.get("metric") == metric and str(e.get("scenario")) == scenario
+            if e["metric"] == metric and e["scenario"] == scenario
         }
         shown += ratios.values()
-        zero = [name for name in TRAILING_METRICS if name in columns and always_zero(group, name)]
+        zero = [n for n in TRAILING_METRICS if n in columns and always_zero(figures, n)]
         kept = [name for name in columns if name not in zero]
-        against = baseline if metric and any(c.get("strategy") == baseline for c in group) else None
-        build = partial(scenario_table, scenario, group, units, headings, ratios, against)
+        against = baseline if metric and any(c.strategy == baseline for c in group) else None
+        build = partial(scenario_table, view, scenario, group, units, headings, ratios, against)
         if wide:
             table = fitting_table(partial(build, kept), console)
         else:
-            reported = [n for n in kept if any(cell_summary(c).get(n) for c in group)]
+            reported = [n for n in kept if any(f.get(n) for f in figures)]
             candidates = fitted_candidates(reported, headline, units)
             required = [metric] if metric in candidates else candidates[:1]
             table, chosen = fitted_table(build, candidates, required, console)
@@ -450,7 +440,7 @@ def print_run(doc: Mapping[str, Any], console: Console, wide: bool = False) -> N
         for name in TRAILING_METRICS:
             if name in columns:
                 always[name] = always.get(name, True) and name in zero
-        for line in _failure_lines(group, varying_params(group)):
+        for line in _failure_lines(group, varying_params([view.cell_doc(c) for c in group])):
             console.print(line)
     zero_everywhere = [name for name, zero in always.items() if zero]
     if zero_everywhere and not wide:
@@ -464,14 +454,14 @@ def print_run(doc: Mapping[str, Any], console: Console, wide: bool = False) -> N
                 style="dim",
             )
         )
-    varying = varying_params(cells)
-    cpu = cpu_notes(comparisons, metric, labels, varying)
+    cell_docs = view.cell_docs
+    cpu = cpu_notes(comparisons, metric, labels, varying_params(cell_docs))
     if wide:
-        probes = probe_notes(cells, named_probes(doc))
-        unstable = stability_notes(cells, labels)
+        probes = probe_notes(cell_docs, run.named_probes())
+        unstable = stability_notes(cell_docs, labels)
     else:
-        probes = probe_summary(cells, named_probes(doc))
-        unstable = stability_summary(cells, labels)
+        probes = probe_summary(cell_docs, run.named_probes())
+        unstable = stability_summary(cell_docs, labels)
         what = labels.get(str(metric), str(metric))
         cpu = grouped(
             cpu,
@@ -484,10 +474,10 @@ def print_run(doc: Mapping[str, Any], console: Console, wide: bool = False) -> N
         console.print(Text(note, style="cyan"))
     for note in unstable:
         console.print(Text(note, style="magenta"))
-    overhead = overhead_table(doc)
+    overhead = overhead_table(view)
     if overhead is not None:
         console.print(overhead)
-    cost = bpfstats.footer(cells)
+    cost = bpfstats.footer(cell_docs)
     if cost is not None:
         console.print(Text(cost, style="dim"))
     explain = explain_footer(doc)

@@ -13,6 +13,7 @@ from rundocs import cell, run
 from timerscells import timers_metrics
 
 from harness.report import write_all
+from harness.rundoc.model import RunDoc
 from harness.stats import compare_cells
 from harness.tables import print_run
 
@@ -48,7 +49,7 @@ def doc() -> dict[str, Any]:
 
 def test_the_table_shows_cpu_per_op_and_the_note_names_what_only_cpu_tells_apart() -> None:
     out = io.StringIO()
-    print_run(doc(), Console(file=out, width=220, color_system=None))
+    print_run(RunDoc.model_validate(doc()), Console(file=out, width=220, color_system=None))
     text = out.getvalue()
     assert "client CPU/op" in text and "server CPU/op" in text
     notes = [line for line in text.splitlines() if line.startswith("CPU per op tells")]

@@ -4,7 +4,6 @@ perturbation they cause (docs/probes.md)."""
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 from pathlib import Path
@@ -24,6 +23,7 @@ from harness.history.schema import points, samples, series
 from harness.probes import overhead_pairs
 from harness.probes.session import ProbeSession
 from harness.probes.spec import parse_probes
+from harness.rundoc.model import RunDoc
 from harness.suites import load_suite
 
 pytestmark = pytest.mark.unit
@@ -234,7 +234,7 @@ def test_the_table_footer_says_where_the_figures_come_from_and_the_perturbation(
     doc["explain_ratio"] = overhead_pairs.interval([0.5, 0.8, 0.5, 0.8])
     assert schema_problems(doc) == []
     console = Console(width=400, record=True)
-    tables.print_run(json.loads(json.dumps(doc)), console)
+    tables.print_run(RunDoc.model_validate(doc), console)
     text = console.export_text()
     line = next(x for x in text.splitlines() if x.startswith("figures:"))
     assert line == (
@@ -246,5 +246,5 @@ def test_the_table_footer_says_where_the_figures_come_from_and_the_perturbation(
     # A run from before the split has no such line.
     doc["config"] = run([])["config"]
     console = Console(width=400, record=True)
-    tables.print_run(doc, console)
+    tables.print_run(RunDoc.model_validate(doc), console)
     assert "figures:" not in console.export_text()

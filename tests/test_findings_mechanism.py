@@ -13,6 +13,7 @@ import pytest
 
 from harness.format.numbers import DASH, TIMES
 from harness.report import data, mechanism
+from harness.rundoc.model import RunDoc
 
 pytestmark = pytest.mark.unit
 
@@ -26,12 +27,24 @@ def load(name: str) -> dict[str, Any]:
 
 
 def texts(doc: dict[str, Any], name: str) -> list[str]:
-    return [data.finding_text(f) for f in data.findings(doc, FIXTURES / name)]
+    return findings_of(doc, FIXTURES / name)
+
+
+def findings_of(doc: dict[str, Any], run_dir: Path) -> list[str]:
+    facts = data.Facts(RunDoc.model_validate(doc), run_dir)
+    return [data.finding_text(f) for f in data.findings(facts)]
 
 
 def cell(doc: dict[str, Any], strategy: str) -> dict[str, Any]:
     found: dict[str, Any] = next(c for c in doc["cells"] if c["strategy"] == strategy)
     return found
+
+
+def contrast(doc: dict[str, Any], run_dir: Path, slow: str, fast: str) -> mechanism.Contrast:
+    """`slow` against `fast` in the (possibly edited) document."""
+    facts = data.Facts(RunDoc.model_validate(doc), run_dir)
+    cells = {c.strategy: c for c in facts.cells}
+    return mechanism.Contrast(facts, cells[slow], cells[fast])
 
 
 def test_timers_first_findings_name_the_event_executor_wake_ups() -> None:
@@ -87,22 +100,22 @@ def test_pair_clause_needs_the_pairs_rates_apart(tmp_path: Path) -> None:
     raw = json.loads(raw_path.read_text())
     raw["stacks"] = [s for s in raw["stacks"] if not s["folded"].startswith("event-exec")]
     raw_path.write_text(json.dumps(raw))
-    said = [data.finding_text(f) for f in data.findings(doc, run)]
-    assert said[0].startswith(WHY + "the client's threads are woken")
-    assert "waking" not in said[0]
+    lines = findings_of(doc, run)
+    assert lines[0].startswith(WHY + "the client's threads are woken")
+    assert "waking" not in lines[0]
 
 
 def test_futex_rule_needs_enough_waits() -> None:
     doc = load("timers")
     slow = cell(doc, "event-executor")
     slow["probes"]["futex"]["totals"]["waits"] = mechanism.MIN_FUTEX_WAITS - 1
-    c = mechanism.Contrast(doc, FIXTURES / "timers", slow, cell(doc, "none"), "e", "n")
+    c = contrast(doc, FIXTURES / "timers", "event-executor", "none")
     assert mechanism.futex_rule(c) is None
 
 
 def test_terminal_lines_are_the_reports_first_findings() -> None:
     doc = load("timers")
-    lines = mechanism.terminal_lines(doc, FIXTURES / "timers")
+    lines = mechanism.terminal_lines(RunDoc.model_validate(doc), FIXTURES / "timers")
     assert len(lines) == 3
     assert lines == texts(doc, "timers")[:3]
 
@@ -128,10 +141,8 @@ def test_supported_needs_the_interval_apart_and_the_test_where_it_can_decide() -
     assert mechanism.supported({**six, "significant": True, "ci95_low": 1.2, "ci95_high": 2.0})
 
 
-def pools_contrast(slow: str, fast: str) -> mechanism.Contrast:
-    doc = load("pools-ballast")
-    run = FIXTURES / "pools-ballast"
-    return mechanism.Contrast(doc, run, cell(doc, slow), cell(doc, fast), slow, fast)
+def pools_contrast(slow: str, fast: str, doc: dict[str, Any] | None = None) -> mechanism.Contrast:
+    return contrast(doc or load("pools-ballast"), FIXTURES / "pools-ballast", slow, fast)
 
 
 def test_gc_rule_names_gc_frequency_on_the_ballast_trace() -> None:
@@ -148,10 +159,10 @@ def test_gc_rule_names_gc_frequency_on_the_ballast_trace() -> None:
 
 
 def test_gc_rule_needs_enough_cycles() -> None:
-    c = pools_contrast("smart-lifo", "fifo-channel")
-    for r in c.slow["repeats"]:
+    doc = load("pools-ballast")
+    for r in cell(doc, "smart-lifo")["repeats"]:
         r["gc_cycles"] = 1
-    assert mechanism.gc_rule(c) is None
+    assert mechanism.gc_rule(pools_contrast("smart-lifo", "fifo-channel", doc)) is None
 
 
 def test_pools_ballast_says_no_why_while_its_wait_interval_reaches_one() -> None:

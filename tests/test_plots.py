@@ -12,7 +12,7 @@ from rundocs import cell, run
 from harness.charts.run import write_plots
 from harness.charts.workload import legend_label, series_medians
 from harness.describe import parse_description
-from harness.rundoc.model import Cell
+from harness.rundoc.model import Cell, RunDoc
 from harness.tables import print_run
 
 pytestmark = pytest.mark.unit
@@ -71,7 +71,7 @@ def test_a_declared_label_heads_the_metric_s_column() -> None:
         metrics=DESCRIBE["metrics"],
     )
     out = io.StringIO()
-    print_run(doc, Console(file=out, width=200))
+    print_run(RunDoc.model_validate(doc), Console(file=out, width=200))
     assert "items/s" in out.getvalue()
 
 

@@ -14,13 +14,15 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 import rundocs
-from reportdata import EVIL, MUTEX_FRAME, build_run, tiny_diff_svg, tiny_svg
+from reportdata import EVIL, METRICS, MUTEX_FRAME, build_run, tiny_diff_svg, tiny_svg
 
 from harness.errors import BadInput
 from harness.format.numbers import DASH, TIMES, human_ratio, percent
 from harness.report import write_all, write_report, write_summary
-from harness.report.data import finding_text, findings, flame_gaps, flames, note_kind
+from harness.report.data import Facts, finding_text, findings, flame_gaps, flames, note_kind
 from harness.report.markdown import code, text
+from harness.rundoc.model import Cell, Profile, RunDoc
+from harness.stats import compare_cells
 
 pytestmark = pytest.mark.unit
 
@@ -226,9 +228,14 @@ def test_summary_has_the_table_and_findings(run: tuple[Path, dict[str, Any]]) ->
     assert "no off-CPU graph: the futex probe did not run" in summary
 
 
+def run_findings(doc: dict[str, Any]) -> list[str]:
+    """The findings of a document without its run directory (no probe files read)."""
+    return [finding_text(f) for f in findings(Facts(RunDoc.model_validate(doc), None))]
+
+
 def test_findings_state_only_what_the_data_shows(run: tuple[Path, dict[str, Any]]) -> None:
     _, doc = run
-    said = [finding_text(f) for f in findings(doc)]
+    said = run_findings(doc)
     assert said[0].startswith("the run's status is partial")
     for line in said:
         assert "nan" not in line.lower()
@@ -236,9 +243,8 @@ def test_findings_state_only_what_the_data_shows(run: tuple[Path, dict[str, Any]
     for cell in doc["cells"]:
         for result in cell["repeats"]:
             result["ops_per_sec"] = 100.0
-    doc["comparisons"] = []
-    del doc["comparisons"]
-    said = [finding_text(f) for f in findings(doc)]
+    doc["comparisons"] = compare_cells(doc["cells"], "none", METRICS)
+    said = run_findings(doc)
     assert not any("(significant" in line for line in said)
 
 
@@ -283,19 +289,15 @@ def test_profile_notes_are_matched_to_their_graph(tmp_path: Path) -> None:
     assert note_kind("no off-CPU graph: the futex probe did not run") == "offcpu"
     assert note_kind("no wake-up view: the sched probe did not run") == "wakeups"
     assert note_kind("no flame graphs: inferno is not installed") is None
-    cell = {
-        "strategy": "a",
-        "profile": {
-            "folded": "folded/a.oncpu.folded",
-            "notes": ["no differential graph: the baseline cell has no on-CPU profile"],
-        },
-    }
+    notes = ["no differential graph: the baseline cell has no on-CPU profile"]
+    profile = {"folded": "folded/a.oncpu.folded", "notes": notes}
+    cell = Cell.model_validate(rundocs.cell("a", "steady", {}, [], profile=profile))
     gaps = flame_gaps(flames(tmp_path, cell, "none"))
     assert gaps == [
         "no on-CPU, off-CPU or wake-up flame graph: run.json gives no reason",
         "no differential graph: the baseline cell has no on-CPU profile",
     ]
-    cell["profile"] = {"notes": ["no flame graphs: inferno is not installed"]}
+    cell.profile = Profile(notes=["no flame graphs: inferno is not installed"])
     assert flame_gaps(flames(tmp_path, cell, "none")) == [
         "no flame graphs: inferno is not installed"
     ]

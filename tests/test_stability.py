@@ -55,5 +55,5 @@ def test_runs_record_and_tables_print_stability(tmp_path: Path) -> None:
     notes = stability_notes(doc["cells"], {"ops_per_sec": "ops/s"})
     assert notes[0].startswith("unstable (none): ops/s spread") and "harness doctor" in notes[1]
     out = io.StringIO()
-    print_run(doc, Console(file=out, width=200, color_system=None))
+    print_run(record.run, Console(file=out, width=200, color_system=None))
     assert "unstable (none)" in out.getvalue()

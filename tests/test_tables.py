@@ -3,10 +3,13 @@ import re
 from typing import Any
 
 import pytest
+import rundocs
+from conftest import assert_holds, line_with
 from rich.console import Console
 from timerscells import TIMERS_METRICS, TIMERS_STRATEGIES, timers_metrics, timers_result
 
 from harness.format.numbers import human, human_ratio, join_range
+from harness.rundoc.model import RunDoc
 from harness.stats import compare_cells, summarize_cell
 from harness.tables import print_run
 
@@ -53,7 +56,13 @@ def cell(
         "resolved_params": {"concurrency": concurrency, "mode": "write"},
         "repeats": results,
         "failures": [
-            {"repeat": repeats + i, "exit_code": 1, "error": "error: server exited with 137"}
+            {
+                "repeat": repeats + i,
+                "exit_code": 1,
+                "error": "error: server exited with 137",
+                "stderr_tail": [],
+                "elapsed_s": 1.0,
+            }
             for i in range(failures)
         ],
         "summary": summarize_cell(results),
@@ -81,10 +90,11 @@ def run_doc(cells: list[dict[str, Any]], status: str = "complete") -> dict[str, 
             "isolated_cpus": [],
             "turbo": False,
         },
-        "config": {"repeats": 5, "duration_s": 10, "warmup_s": 2, "baseline": "none"},
+        "config": rundocs.config(repeats=5, duration_s=10.0, warmup_s=2.0),
         "metrics": METRICS,
         "cells": cells,
         "comparisons": compare_cells(cells, "none", METRICS),
+        "plots": [],
     }
 
 
@@ -102,9 +112,13 @@ def pr564_run(status: str = "complete") -> dict[str, Any]:
     )
 
 
+def typed(doc: dict[str, Any]) -> RunDoc:
+    return RunDoc.model_validate(doc)
+
+
 def render(doc: dict[str, Any], width: int, wide: bool = False) -> str:
     console = Console(record=True, width=width, file=io.StringIO())
-    print_run(doc, console, wide=wide)
+    print_run(typed(doc), console, wide=wide)
     return ascii_text(console.export_text())
 
 
@@ -144,16 +158,14 @@ def test_wide_table_has_figures_intervals_ratio_mark_and_legend() -> None:
     assert "concurrency" in text  # varies across cells
     assert "mode" not in text.split("scenario steady")[1]  # constant, so no column
     none_row = next(line for line in text.splitlines() if line.strip().startswith("none"))
-    assert "1.86M [1.82-1.90M]" in none_row  # n=5: [min-max]
-    assert "2.10ms [2.06-2.14ms]" in none_row
-    assert "baseline" in none_row
-    tokio_row = next(line for line in text.splitlines() if "tokio-timeout" in line)
-    assert "549.9k [538.9-560.9k]" in tokio_row
-    assert "0.30x * [0.29-0.30]" in tokio_row
-    assert "0.0079" in tokio_row
-    assert "3 [3-3]" in tokio_row  # timeouts
-    assert "5/5" in tokio_row
-    tracker_row = next(line for line in text.splitlines() if "deadline-tracker" in line)
+    # n=5: [min-max]
+    assert_holds(none_row, "1.86M [1.82-1.90M]", "2.10ms [2.06-2.14ms]", "baseline")
+    tokio_row = line_with(text, "tokio-timeout")
+    # The ops/s, its ratio to none, the p-value, the timeouts, the repeats.
+    assert_holds(
+        tokio_row, "549.9k [538.9-560.9k]", "0.30x * [0.29-0.30]", "0.0079", "3 [3-3]", "5/5"
+    )
+    tracker_row = line_with(text, "deadline-tracker")
     assert "4/5" in tracker_row
     assert " * " not in tracker_row  # 1.00x is not a significant change
     assert (
@@ -181,14 +193,14 @@ def test_wide_at_100_columns_spreads_figures_over_lines_without_truncating() -> 
 
 def test_not_a_terminal_gives_plain_text() -> None:
     out = io.StringIO()
-    print_run(pr564_run(), Console(file=out, width=120))
+    print_run(typed(pr564_run()), Console(file=out, width=120))
     assert "\x1b[" not in out.getvalue()
     assert "1.86M" in out.getvalue()
 
 
 def test_colour_terminal_marks_significance() -> None:
     out = io.StringIO()
-    print_run(pr564_run(), Console(file=out, width=160, force_terminal=True))
+    print_run(typed(pr564_run()), Console(file=out, width=160, force_terminal=True))
     assert "\x1b[" in out.getvalue()
 
 
@@ -209,9 +221,9 @@ def test_failed_cell_and_missing_comparisons_are_shown() -> None:
     doc = pr564_run()
     dead = cell("hashed-wheel", 1.0, 1.0, failures=5, repeats=0)
     doc["cells"].append(dead)
-    del doc["comparisons"]  # an old or unfinished run.json: computed on the fly
+    doc["comparisons"] = compare_cells(doc["cells"], "none", METRICS)  # none for the dead one
     text = render(doc, 160, wide=True)
-    dead_row = next(line for line in text.splitlines() if "hashed-wheel" in line)
+    dead_row = line_with(text, "hashed-wheel")
     assert "0/5" in dead_row
     assert "0.30x *" in text
     assert "… and 2 more failures of hashed-wheel" in text
@@ -290,7 +302,7 @@ def timers_run() -> dict[str, Any]:
         suite="timers",
         metrics=TIMERS_METRICS,
         comparisons=compare_cells(cells, "none", TIMERS_METRICS),
-        config={"repeats": 4, "duration_s": 1, "warmup_s": 0.6, "baseline": "none"},
+        config=rundocs.config(repeats=4, duration_s=1.0, warmup_s=0.6),
     )
     return doc
 
@@ -346,7 +358,9 @@ def test_the_default_table_names_what_it_left_out_and_wide_has_every_column() ->
 def test_the_default_table_groups_the_notes_and_wide_gives_each() -> None:
     doc = timers_run()
     for c, probe in zip(doc["cells"], ("perf", "gc", "offwake", "futex"), strict=False):
-        c["probes"] = {probe: {"repeats": [{"unavailable": f"{probe}: not on this kernel"}]}}
+        c["probes"] = {
+            probe: {"repeats": [{"repeat": 1, "unavailable": f"{probe}: not on this kernel"}]}
+        }
     narrow = render(doc, 100)
     assert len([line for line in narrow.splitlines() if line.startswith("unstable")]) == 1
     joined = narrow.replace("\n", " ")

@@ -27,7 +27,6 @@ from harness.run.plan import Plan
 from harness.run.rejected import WorkloadRejected, end_rejected
 from harness.run.runner import execute
 from harness.run.scratch import Scratch
-from harness.rundoc import jsonfile
 
 DEFAULT_DEADLINE_SLACK_S = 120.0
 
@@ -93,9 +92,9 @@ def run_plan(
             confinement.close(finished=False)  # a run left `running` is marked abandoned
             raise
         confinement.close()
-    doc = jsonfile.as_json(record.run)
-    tables.print_run(doc, table_console, wide)
-    for line in mechanism.terminal_lines(doc, record.run_dir):  # the reports' first findings
+    tables.print_run(record.run, table_console, wide)
+    # The reports' first findings.
+    for line in mechanism.terminal_lines(record.run, record.run_dir):
         table_console.print(Text(line, style="bold"))
     for path in reports:
         print(f"{path.name}: {path}", file=sys.stderr if table_console.stderr else sys.stdout)

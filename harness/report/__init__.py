@@ -21,7 +21,6 @@ def write_all(run_dir: Path) -> list[Path]:
     """
     from harness.charts.run import write_charts  # matplotlib: only when drawing
 
-    write_charts(as_json(load_run(run_dir)), run_dir)
-    report = write_report(run_dir)
-    summary = write_summary(run_dir)
-    return [report, summary]
+    run = load_run(run_dir)
+    write_charts(as_json(run), run_dir)  # harness/charts/ reads run.json's dicts
+    return [write_report(run_dir, run), write_summary(run_dir, run)]

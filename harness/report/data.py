@@ -1,35 +1,35 @@
 """What the HTML report and the Markdown summary share: reading run.json, which columns to
 show, finding the flame graphs of a cell, and the findings computed from the data (the
 figures are written by harness/format/, as in the terminal tables). Everything here is pure
-except the reads of files inside the run directory."""
+except the reads of files inside the run directory, and write_page."""
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from harness.base.writes import write_atomic
 from harness.format.cells import cell_summary, param_text, varying_params
 from harness.format.figures import ratio_texts, value_text
 from harness.format.metrics import LEADING_METRICS, TRAILING_METRICS, ratio_metric, report_labels
-from harness.format.notes import named_probes, probe_problem
+from harness.format.notes import probe_problem
 from harness.format.numbers import DASH, TIMES, human_p, human_ratio, percent
 from harness.probes import registry
 from harness.probes.kind import FlameGraph
 from harness.probes.overhead_pairs import paired_text
 from harness.rundoc.files import run_file
-from harness.stats import compare_cells, compare_samples, metric_values, params_key
+from harness.rundoc.jsonfile import as_json, load_run
+from harness.rundoc.model import Cell, Config, Host, ProbeSummary, Profile, RunDoc
+from harness.rundoc.view import RunView
+from harness.stats import compare_samples, metric_values, params_key
 
 # Probe and profile figures shown after the run's declared metrics, when some cell has them.
 EXTRA_METRICS = tuple(registry.labels())
 TOP_FRAMES = 10
-
-
-def units(doc: Mapping[str, Any]) -> dict[str, str]:
-    return {str(m["name"]): str(m.get("unit") or "") for m in doc.get("metrics") or []}
 
 
 def columns(
@@ -52,13 +52,10 @@ def columns(
 
 
 def comparisons(doc: Mapping[str, Any], metric: str | None) -> list[Mapping[str, Any]]:
-    """The run's comparisons; computed here only for a run.json written without them."""
-    if "comparisons" in doc:
-        return list(doc.get("comparisons") or [])
-    baseline = (doc.get("config") or {}).get("baseline")
-    if baseline and metric:
-        return list(compare_cells(doc.get("cells") or [], baseline, [{"name": metric}]))
-    return []
+    """The run's comparisons: every run.json has them (the model requires the key; empty
+    until the run ends), so none are computed here whatever the metric."""
+    del metric  # harness/charts/run.py still passes the metric it compares
+    return list(doc["comparisons"])
 
 
 ComparisonKey = tuple[str, str, str, str]
@@ -72,80 +69,104 @@ def comparison_index(
     entries: Sequence[Mapping[str, Any]],
 ) -> dict[ComparisonKey, Mapping[str, Any]]:
     return {
-        comparison_key(
-            e.get("scenario"), e.get("candidate"), e.get("params"), str(e.get("metric"))
-        ): e
+        comparison_key(e["scenario"], e["candidate"], e["params"], str(e["metric"])): e
         for e in entries
     }
 
 
 def cell_comparison(
-    index: Mapping[ComparisonKey, Mapping[str, Any]], cell: Mapping[str, Any], metric: str
+    index: Mapping[ComparisonKey, Mapping[str, Any]], cell: Cell, metric: str
 ) -> Mapping[str, Any] | None:
-    return index.get(
-        comparison_key(cell.get("scenario"), cell.get("strategy"), cell.get("params"), metric)
-    )
+    return index.get(comparison_key(cell.scenario, cell.strategy, cell.params, metric))
 
 
-def scenarios(cells: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    groups: dict[str, list[Mapping[str, Any]]] = {}
+CellT = TypeVar("CellT", Cell, Mapping[str, Any])
+
+
+def scenarios(cells: Sequence[CellT]) -> dict[str, list[CellT]]:
+    groups: dict[str, list[CellT]] = {}
     for cell in cells:
-        groups.setdefault(str(cell.get("scenario")), []).append(cell)
+        scenario = cell.scenario if isinstance(cell, Cell) else cell.get("scenario")
+        groups.setdefault(str(scenario), []).append(cell)
     return groups
 
 
-def cell_label(cell: Mapping[str, Any], params: Sequence[str], scenario: bool = False) -> str:
-    """`tokio-timeout concurrency=256` (with ` [slow-tail]` when the run has several scenarios)."""
-    parts = [str(cell.get("strategy"))]
-    parts += [f"{n}={param_text((cell.get('params') or {}).get(n))}" for n in params]
-    if scenario:
-        parts.append(f"[{cell.get('scenario')}]")
-    return " ".join(parts)
-
-
 class Labeller:
-    """Labels of the run's cells: the strategy and the params that vary over the run."""
+    """Labels of the run's cells: `tokio-timeout concurrency=256`, the strategy and the params
+    that vary over the run (with ` [slow-tail]` when the run has several scenarios)."""
 
-    def __init__(self, cells: Sequence[Mapping[str, Any]]) -> None:
-        self.params = varying_params(cells)
-        self.scenario = len({str(c.get("scenario")) for c in cells}) > 1
+    def __init__(self, cells: Sequence[Cell]) -> None:
+        self.params = varying_params([{"params": c.params} for c in cells])
+        self.scenario = len({c.scenario for c in cells}) > 1
 
-    def __call__(self, cell: Mapping[str, Any]) -> str:
-        return cell_label(cell, self.params, self.scenario)
-
-
-def command_text(config: Mapping[str, Any]) -> str | None:
-    command = config.get("command")
-    if isinstance(command, list) and command:
-        return shlex.join(str(part) for part in command)
-    return None
+    def __call__(self, cell: Cell) -> str:
+        parts = [cell.strategy]
+        parts += [f"{n}={param_text(cell.params.get(n))}" for n in self.params]
+        if self.scenario:
+            parts.append(f"[{cell.scenario}]")
+        return " ".join(parts)
 
 
-def host_text(host: Mapping[str, Any]) -> str:
-    on_off: dict[Any, str] = {True: "on", False: "off"}
+class Facts(RunView):
+    """The facts of a run both reports show (report.html's sections and summary.md), built
+    once from the typed run.json: its cells, the metric compared with the baseline, the
+    comparisons, units, labels and the cells' names."""
+
+    def __init__(self, run: RunDoc, run_dir: Path | None) -> None:
+        super().__init__(run)
+        self.run_dir = run_dir
+        self.config = run.config
+        self.baseline = run.config.baseline
+        self.units = run.units()
+        self.labels = report_labels(self.doc)
+        self.columns, self.unreported = columns(self.doc, self.cell_docs)
+        self.metric = ratio_metric(self.doc, self.columns)
+        self.entries = comparisons(self.doc, self.metric)
+        self.index = comparison_index(self.entries)
+        self.name = Labeller(self.cells)
+
+    def summary(self, cell: Cell) -> Mapping[str, Any]:
+        """The cell's figures, metric -> its summary."""
+        return cell_summary(self.cell_doc(cell))
+
+    def label(self, metric: str) -> str:
+        return self.labels.get(metric, metric)
+
+
+def write_page(
+    run_dir: Path, name: str, render: Callable[[RunDoc, Path], str], run: RunDoc | None
+) -> Path:
+    """Write `<run_dir>/<name>`, rendered from the run (read from `<run_dir>/run.json` when
+    not given); return its path."""
+    path = run_dir / name
+    write_atomic(path, render(run or load_run(run_dir), run_dir))
+    return path
+
+
+def command_text(config: Config) -> str | None:
+    return shlex.join(config.command) if config.command else None
+
+
+def host_text(host: Host) -> str:
+    on_off: dict[bool | None, str] = {True: "on", False: "off"}
     return (
-        f"{host.get('hostname')} · {host.get('cpu_model')} · {host.get('logical_cpus')} CPUs · "
-        f"kernel {host.get('kernel')} · governor {host.get('governor')} · "
-        f"SMT {on_off.get(host.get('smt'), 'unknown')} · "
-        f"turbo {on_off.get(host.get('turbo'), 'unknown')}"
+        f"{host.hostname} · {host.cpu_model} · {host.logical_cpus} CPUs · "
+        f"kernel {host.kernel} · governor {host.governor} · "
+        f"SMT {on_off.get(host.smt, 'unknown')} · "
+        f"turbo {on_off.get(host.turbo, 'unknown')}"
     )
 
 
-def repeats_text(config: Mapping[str, Any]) -> str:
-    if config.get("repeats") is None:
-        return "repeats not recorded"
-    plural = "" if config["repeats"] == 1 else "s"
+def repeats_text(config: Config) -> str:
+    plural = "" if config.repeats == 1 else "s"
     return (
-        f"{config['repeats']} repeat{plural} {TIMES} {config.get('duration_s')} s "
-        f"(warm-up {config.get('warmup_s')} s, {config.get('order') or 'unknown'} order)"
+        f"{config.repeats} repeat{plural} {TIMES} {config.duration_s} s "
+        f"(warm-up {config.warmup_s} s, {config.order} order)"
     )
 
 
-def probes_text(config: Mapping[str, Any]) -> str:
-    probes = config.get("probes")
-    if not probes:
-        return "none"
-    return ", ".join(str(p) for p in probes)
+def probes_text(config: Config) -> str:
+    return ", ".join(config.probes) if config.probes else "none"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,45 +221,42 @@ class Flame:
     problems: list[str] = field(default_factory=list)
 
 
-def profile_notes(profile: Mapping[str, Any]) -> list[str]:
-    notes = profile.get("notes") or []
-    return [str(n) for n in notes] if isinstance(notes, list) else [str(notes)]
+def profile_notes(profile: Profile) -> list[str]:
+    return list(profile.notes or [])
 
 
-def _missing_reason(
-    kind: FlameGraph, cell: Mapping[str, Any], profile: Mapping[str, Any], baseline: str | None
-) -> str:
-    if kind.differential and baseline is not None and cell.get("strategy") == baseline:
+def _missing_reason(kind: FlameGraph, cell: Cell, baseline: str | None) -> str:
+    if kind.differential and baseline is not None and cell.strategy == baseline:
         return BASELINE_CELL
-    if not profile:
+    if cell.profile.empty:
         return "run.json has no profile for this cell (the profiler did not run)"
-    notes = [n for n in profile_notes(profile) if note_kind(n) in (kind.key, None)]
+    notes = [n for n in profile_notes(cell.profile) if note_kind(n) in (kind.key, None)]
     return "; ".join(notes) if notes else "run.json gives no reason"
 
 
-def flames(run_dir: Path, cell: Mapping[str, Any], baseline: str | None) -> list[Flame]:
-    profile = cell.get("profile") or {}
+def flames(run_dir: Path, cell: Cell, baseline: str | None) -> list[Flame]:
+    profile = cell.profile
     out = []
     for kind in FLAME_KINDS:
-        if not kind.always and kind.probe not in (cell.get("probes") or {}):
+        if not kind.always and kind.probe not in cell.probes:
             continue
         flame = Flame(kind)
-        path = profile.get(kind.svg_key)
-        if kind.folded_key and profile.get(kind.folded_key):
-            flame.folded_path = str(profile[kind.folded_key])
-            flame.folded_href = run_file(run_dir, flame.folded_path)
+        path = profile.file(kind.svg_key)
+        folded = profile.file(kind.folded_key) if kind.folded_key else None
+        if folded:
+            flame.folded_path = folded
+            flame.folded_href = run_file(run_dir, folded)
             if flame.folded_href is None:
                 flame.problems.append(
-                    f"the folded stacks {flame.folded_path} named in run.json are not in the "
-                    "run directory"
+                    f"the folded stacks {folded} named in run.json are not in the run directory"
                 )
         if path:
-            flame.path = str(path)
-            flame.href = run_file(run_dir, flame.path)
+            flame.path = path
+            flame.href = run_file(run_dir, path)
             if flame.href is None:
-                flame.reason = f"{flame.path} is named in run.json but is not in the run directory"
+                flame.reason = f"{path} is named in run.json but is not in the run directory"
         else:
-            flame.reason = _missing_reason(kind, cell, profile, baseline)
+            flame.reason = _missing_reason(kind, cell, baseline)
         if flame.reason is not None:
             flame.missing = gap_text([kind.title], flame.reason)
         out.append(flame)
@@ -270,17 +288,17 @@ def gap_text(titles: Sequence[str], reason: str) -> str:
 # Probes
 
 
-def probe_problems(probe: Mapping[str, Any], named: bool = False) -> list[str]:
+def probe_problems(probe: ProbeSummary, named: bool = False) -> list[str]:
     """`unavailable: ...`, `failed: ...` (once per reason) of one probe; `does not apply: ...`
     only when the user named it (format/notes.py)."""
-    top = probe_problem(probe, named)  # no repeat produced output: the last one's reason
+    top = probe_problem(as_json(probe), named)  # no repeat produced output: the last one's
     problems: dict[str, None] = {}
     if top is not None:
         problems[f"{top[0]}: {top[1]}"] = None
-    for r in probe.get("repeats") or []:
-        problem = probe_problem(r, named)
+    for r in probe.repeats:
+        problem = probe_problem(as_json(r), named)
         if problem is not None and problem != top:
-            problems[f"{problem[0]} in repeat {r.get('repeat')}: {problem[1]}"] = None
+            problems[f"{problem[0]} in repeat {r.repeat}: {problem[1]}"] = None
     return list(problems)
 
 
@@ -298,34 +316,30 @@ class Code:
 Finding = list[str | Code]
 
 
-def mutex_share(cell: Mapping[str, Any]) -> float | None:
-    summary = cell_summary(cell).get("mutex_share")
+def mutex_share(facts: Facts, cell: Cell) -> float | None:
+    summary = facts.summary(cell).get("mutex_share")
     if summary and summary.get("median") is not None:
         return float(summary["median"])
-    value = (cell.get("profile") or {}).get("mutex_share")
-    return float(value) if isinstance(value, int | float) else None
+    return cell.profile.mutex_share
 
 
-def _median(cell: Mapping[str, Any], metric: str) -> float | None:
-    summary = cell_summary(cell).get(metric)
+def _median(facts: Facts, cell: Cell, metric: str) -> float | None:
+    summary = facts.summary(cell).get(metric)
     return float(summary["median"]) if summary and summary.get("median") is not None else None
 
 
-def _side_by_side(
-    a: Mapping[str, Any],
-    b: Mapping[str, Any],
-    units: Mapping[str, str],
-    labels: Mapping[str, str],
-) -> str:
+def _side_by_side(facts: Facts, a: Cell, b: Cell) -> str:
     """`; mutex share 2.1% vs 11.4%, futex wait/op 1.2µs vs 3.4µs` for the figures both have."""
     parts = []
     for metric in ("mutex_share", "futex_wait_ns_per_op", "ctx_switches_per_op"):
-        va = mutex_share(a) if metric == "mutex_share" else _median(a, metric)
-        vb = mutex_share(b) if metric == "mutex_share" else _median(b, metric)
+        if metric == "mutex_share":
+            va, vb = mutex_share(facts, a), mutex_share(facts, b)
+        else:
+            va, vb = _median(facts, a, metric), _median(facts, b, metric)
         if va is not None and vb is not None:
-            unit = units.get(metric)
+            unit = facts.units.get(metric)
             parts.append(
-                f"{labels.get(metric, metric)} {value_text(metric, va, unit)} vs "
+                f"{facts.label(metric)} {value_text(metric, va, unit)} vs "
                 f"{value_text(metric, vb, unit)}"
             )
     return "; " + ", ".join(parts) if parts else ""
@@ -353,79 +367,66 @@ def _ratio_sentence(
     return text
 
 
-def findings(doc: Mapping[str, Any], run_dir: Path | None = None) -> list[Finding]:
-    """Short statements computed from run.json (and the probes' files in run_dir), most
-    useful first."""
-    cells = list(doc.get("cells") or [])
-    name = Labeller(cells)
-    shown, _ = columns(doc, cells)
-    metric = ratio_metric(doc, shown)
+def findings(facts: Facts) -> list[Finding]:
+    """Short statements computed from run.json (and the probes' files in the run directory,
+    when there is one), most useful first."""
+    run = facts.run
     out: list[Finding] = []
-
-    status = str(doc.get("status"))
-    if status != "complete":
-        out.append([f"the run's status is {status}: figures cover the repeats that finished"])
+    if run.status != "complete":
+        out.append([f"the run's status is {run.status}: figures cover the repeats that finished"])
     # Why a strategy is slower than its baseline, from the probe data (report/mechanism.py;
     # imported here: it builds on this module).
     from harness.report import mechanism
 
-    out += mechanism.findings(doc, run_dir, name, metric)
+    # The headline metric even without a baseline (a page's Context leaves it out then).
+    metric = ratio_metric(facts.doc, facts.columns)
+    out += mechanism.findings(facts, metric)
     if metric is not None:
-        out += _ratio_findings(doc, cells, metric, name)
-    out += _mutex_findings(cells, name)
-    out += _grown_findings(cells, (doc.get("config") or {}).get("baseline"), name)
-    out.append(_failures_finding(cells, name))
-    out += _probe_findings(doc, cells, name)
-    out += _with_probes_findings(doc)
+        out += _ratio_findings(facts, metric)
+    out += _mutex_findings(facts)
+    out += _grown_findings(facts)
+    out.append(_failures_finding(facts))
+    out += _probe_findings(facts)
+    out += _with_probes_findings(run)
     return out
 
 
-def _ratio_findings(
-    doc: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], metric: str, name: Labeller
-) -> list[Finding]:
+def _ratio_findings(facts: Facts, metric: str) -> list[Finding]:
     """Per scenario and params: each strategy against the baseline, then the best of the
     others against the worst, compared on their repeats."""
-    baseline = (doc.get("config") or {}).get("baseline")
-    unit_of = units(doc)
-    labels = report_labels(doc)
-    index = comparison_index(comparisons(doc, metric))
+    baseline, name = facts.baseline, facts.name
     out: list[Finding] = []
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for cell in cells:
-        key = (str(cell.get("scenario")), params_key(cell.get("params")))
-        groups.setdefault(key, []).append(cell)
+    groups: dict[tuple[str, str], list[Cell]] = {}
+    for cell in facts.cells:
+        groups.setdefault((cell.scenario, params_key(cell.params)), []).append(cell)
     for group in groups.values():
-        base = next((c for c in group if c.get("strategy") == baseline), None)
+        base = next((c for c in group if c.strategy == baseline), None)
         for cell in group:
             if cell is base:
                 continue
-            entry = cell_comparison(index, cell, metric)
+            entry = cell_comparison(facts.index, cell, metric)
             if base is not None and entry is not None and entry.get("ratio") is not None:
-                sentence = _ratio_sentence(name(cell), str(baseline), metric, entry, labels)
-                sentence.append(_side_by_side(cell, base, unit_of, labels))
+                sentence = _ratio_sentence(name(cell), baseline, metric, entry, facts.labels)
+                sentence.append(_side_by_side(facts, cell, base))
                 out.append(sentence)
         # The best and the worst of the other strategies, compared on their repeats.
-        others = [c for c in group if c is not base and metric_values(c, metric)]
+        values = {id(c): metric_values(facts.cell_doc(c), metric) for c in group}
+        others = [c for c in group if c is not base and values[id(c)]]
         if len(others) >= 2:
-            better = next(
-                (m.get("better") for m in doc.get("metrics") or [] if m.get("name") == metric),
-                "higher",
-            )
-            ranked = sorted(others, key=lambda c: _median(c, metric) or 0.0)
+            better = next((m.better for m in facts.run.metrics if m.name == metric), "higher")
+            ranked = sorted(others, key=lambda c: _median(facts, c, metric) or 0.0)
             worst, best = (ranked[0], ranked[-1]) if better != "lower" else (ranked[-1], ranked[0])
-            if _median(best, metric) != _median(worst, metric):
-                entry = compare_samples(
-                    metric_values(worst, metric), metric_values(best, metric), better
-                )
+            if _median(facts, best, metric) != _median(facts, worst, metric):
+                entry = compare_samples(values[id(worst)], values[id(best)], better)
                 if entry.get("ratio") is not None:
-                    sentence = _ratio_sentence(name(best), name(worst), metric, entry, labels)
-                    sentence.append(_side_by_side(best, worst, unit_of, labels))
+                    sentence = _ratio_sentence(name(best), name(worst), metric, entry, facts.labels)
+                    sentence.append(_side_by_side(facts, best, worst))
                     out.append(sentence)
     return out
 
 
-def _mutex_findings(cells: Sequence[Mapping[str, Any]], name: Labeller) -> list[Finding]:
-    shares = [(mutex_share(c), c) for c in cells]
+def _mutex_findings(facts: Facts) -> list[Finding]:
+    shares = [(mutex_share(facts, c), c) for c in facts.cells]
     known = [(s, c) for s, c in shares if s is not None]
     if len(known) < 2:
         return []
@@ -434,64 +435,57 @@ def _mutex_findings(cells: Sequence[Mapping[str, Any]], name: Labeller) -> list[
     return [
         [
             "mutex share (lock-related frames in the client's on-CPU samples): highest in ",
-            Code(name(high[1])),
+            Code(facts.name(high[1])),
             f" ({percent(high[0])}), lowest in ",
-            Code(name(low[1])),
+            Code(facts.name(low[1])),
             f" ({percent(low[0])})",
         ]
     ]
 
 
-def _grown_findings(
-    cells: Sequence[Mapping[str, Any]], baseline: Any, name: Labeller
-) -> list[Finding]:
+def _grown_findings(facts: Facts) -> list[Finding]:
     """The five cells whose top frame grew the most against their baseline."""
     grown = []
-    for cell in cells:
-        profile = cell.get("profile") or {}
-        grew = [g for g in profile.get("grew") or [] if g.get("delta") is not None]
-        if grew:
-            top = max(grew, key=lambda g: float(g["delta"]))
-            grown.append((float(top["delta"]), cell, top, profile.get("diff_baseline")))
+    for cell in facts.cells:
+        if cell.profile.grew:
+            top = max(cell.profile.grew, key=lambda g: g.delta)
+            grown.append((top.delta, cell, top, cell.profile.diff_baseline))
     return [
         [
-            Code(name(cell)),
-            f" vs {against or baseline}: ",
-            Code(str(top.get("frame"))),
-            " grew the most, from "
-            f"{percent(float(top.get('baseline_share') or 0.0))} to "
-            f"{percent(float(top.get('share') or 0.0))} of the samples",
+            Code(facts.name(cell)),
+            f" vs {against or facts.baseline}: ",
+            Code(top.frame),
+            f" grew the most, from {percent(top.baseline_share)} to {percent(top.share)} "
+            "of the samples",
         ]
         for _delta, cell, top, against in sorted(grown, key=lambda g: g[0], reverse=True)[:5]
     ]
 
 
-def _failures_finding(cells: Sequence[Mapping[str, Any]], name: Labeller) -> Finding:
-    failed = [(c, len(c.get("failures") or [])) for c in cells if c.get("failures")]
+def _failures_finding(facts: Facts) -> Finding:
+    failed = [(c, len(c.failures)) for c in facts.cells if c.failures]
     if not failed:
         return ["no repeat failed"]
     total = sum(n for _, n in failed)
-    runs = sum(len(c.get("repeats") or []) + len(c.get("failures") or []) for c in cells)
+    runs = sum(len(c.repeats) + len(c.failures) for c in facts.cells)
     lost_repeats: Finding = [f"{total} of {runs} repeats failed ("]
     for i, (c, n) in enumerate(failed[:3]):
-        lost_repeats += [", " if i else "", Code(name(c)), f": {n}"]
+        lost_repeats += [", " if i else "", Code(facts.name(c)), f": {n}"]
     lost_repeats.append(f" and {len(failed) - 3} more cells)" if len(failed) > 3 else ")")
     return lost_repeats
 
 
-def _probe_findings(
-    doc: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], name: Labeller
-) -> list[Finding]:
+def _probe_findings(facts: Facts) -> list[Finding]:
     """Each probe problem or loss once, with the cells it happened in (up to three named)."""
     problems: dict[str, dict[str, str]] = {}  # what -> cell name -> detail
-    named = named_probes(doc)
-    for cell in cells:
-        for probe_name, probe in (cell.get("probes") or {}).items():
+    named = facts.run.named_probes()
+    for cell in facts.cells:
+        for probe_name, probe in cell.probes.items():
             for problem in probe_problems(probe, probe_name in named):
-                problems.setdefault(f"probe {probe_name} {problem}", {})[name(cell)] = ""
-            if probe.get("lost_events"):
+                problems.setdefault(f"probe {probe_name} {problem}", {})[facts.name(cell)] = ""
+            if probe.lost_events:
                 lost = f"probe {probe_name} lost events"
-                problems.setdefault(lost, {})[name(cell)] = f": {probe['lost_events']}"
+                problems.setdefault(lost, {})[facts.name(cell)] = f": {probe.lost_events}"
     out: list[Finding] = []
     for what, where in problems.items():
         said: Finding = [f"{what} ("]
@@ -504,23 +498,22 @@ def _probe_findings(
     return out
 
 
-def _with_probes_findings(doc: Mapping[str, Any]) -> list[Finding]:
+def _with_probes_findings(run: RunDoc) -> list[Finding]:
     """What the explain repeats' probes, and the probes of the overhead runs, cost in ops/s."""
     out: list[Finding] = []
-    ratio = doc.get("explain_ratio") or {}
-    if ratio.get("ratio") is not None:
+    ratio = run.explain_ratio
+    if ratio is not None and ratio.ratio is not None:
         out.append(
             [
                 "with every probe (the explain repeats) the workload ran at "
-                f"{paired_text(ratio).plain} of its ops/s without the stack and profile probes "
-                f"(paired by round, {ratio['n']} rounds): see With probes"
+                f"{paired_text(as_json(ratio)).plain} of its ops/s without the stack and "
+                f"profile probes (paired by round, {ratio.n} rounds): see With probes"
             ]
         )
-    overhead = doc.get("probe_overhead")
-    if overhead:
+    if run.probe_overhead:
         parts = [
-            f"{key} {human_ratio(float(v)) if v is not None else DASH}"
-            for key, v in overhead.items()
+            f"{key} {human_ratio(v) if v is not None else DASH}"
+            for key, v in run.probe_overhead.items()
         ]
         out.append(
             ["probe overhead, median ops/s with / without (geometric mean): " + ", ".join(parts)]
@@ -528,12 +521,12 @@ def _with_probes_findings(doc: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-def explain_text(config: Mapping[str, Any]) -> str:
+def explain_text(config: Config) -> str:
     """What ran on which repeats, for the report's header."""
-    count = config.get("explain_repeats")
+    count = config.explain_repeats
     if count is None:  # a run from before the split: every probe on every repeat
         return "none (every probe on every repeat)"
-    measured = ", ".join(config.get("measurement_probes") or []) or "no probe"
+    measured = ", ".join(config.measurement_probes or []) or "no probe"
     if not count:
         return f"none; the figures' repeats carry {measured}"
     return (

@@ -8,16 +8,14 @@ not made) is stated with its reason, never left out silently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from harness.base.writes import write_atomic
 from harness.format.cells import param_text
+from harness.report.data import write_page
 from harness.report.sections import charts, flame, header, probes, tables, with_probes
 from harness.report.sections.context import Context
 from harness.report.sections.markup import esc
-from harness.rundoc.jsonfile import as_json, load_run
+from harness.rundoc.model import Cell, RunDoc
 
 CSS = """
 :root { color-scheme: light; }
@@ -68,10 +66,10 @@ footer { margin-top: 3em; color: #59636e; font-size: 90%; }
 """
 
 
-def render(doc: Mapping[str, Any], run_dir: Path) -> str:
-    """report.html of one run document: its sections (harness/report/sections/) in order."""
-    page = Context(doc, run_dir)
-    title = f"{page.doc.get('suite')} · run {page.doc.get('run_id')}"
+def render(run: RunDoc, run_dir: Path) -> str:
+    """report.html of one run: its sections (harness/report/sections/) in order."""
+    page = Context(run, run_dir)
+    title = f"{run.suite} · run {run.run_id}"
     page.add(
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -99,14 +97,14 @@ def render(doc: Mapping[str, Any], run_dir: Path) -> str:
     return "\n".join(page.out) + "\n"
 
 
-def cell_section(page: Context, cell: Mapping[str, Any]) -> None:
-    ok, failed = len(cell.get("repeats") or []), len(cell.get("failures") or [])
-    params = ", ".join(f"{k}={param_text(v)}" for k, v in (cell.get("params") or {}).items())
+def cell_section(page: Context, cell: Cell) -> None:
+    ok, failed = cell.runs
+    params = ", ".join(f"{k}={param_text(v)}" for k, v in cell.params.items())
     page.add(
         f'<section class="cell" id="{page.anchor(cell)}">',
         f"<h2>{esc(page.name(cell))}</h2>",
-        f'<p class="dim">cell <code>{esc(cell.get("id"))}</code> · scenario '
-        f"{esc(cell.get('scenario'))} · {esc(params or 'no params')} · "
+        f'<p class="dim">cell <code>{esc(cell.id)}</code> · scenario '
+        f"{esc(cell.scenario)} · {esc(params or 'no params')} · "
         f"{ok} of {ok + failed} repeats succeeded</p>",
     )
     if failed:
@@ -121,10 +119,6 @@ def cell_section(page: Context, cell: Mapping[str, Any]) -> None:
     page.add("</section>")
 
 
-def write_report(run_dir: Path) -> Path:
-    """Write `<run_dir>/report.html` from `<run_dir>/run.json`; return its path."""
-    run_dir = Path(run_dir)
-    doc = as_json(load_run(run_dir))
-    path = run_dir / "report.html"
-    write_atomic(path, render(doc, run_dir))
-    return path
+def write_report(run_dir: Path, run: RunDoc | None = None) -> Path:
+    """Write `<run_dir>/report.html`; return its path."""
+    return write_page(Path(run_dir), "report.html", render, run)

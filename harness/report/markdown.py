@@ -12,17 +12,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.base.writes import write_atomic
 from harness.charts.report import report_charts
-from harness.format.cells import cell_summary, param_text, varying_params
+from harness.format.cells import param_text, varying_params
 from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts
-from harness.format.metrics import ratio_metric, report_labels
 from harness.format.numbers import DASH
 from harness.report import data
-from harness.report.data import Code, Finding, Labeller
+from harness.report.data import Code, Facts, Finding, write_page
 from harness.rundoc.files import run_file
-from harness.rundoc.jsonfile import as_json, load_run
+from harness.rundoc.model import Cell, RunDoc
 from harness.stability import stability_notes
 
 # Figures next to the headline metric, when some cell of the scenario has them.
@@ -74,45 +72,35 @@ def row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-class Summary:
-    def __init__(self, doc: Mapping[str, Any], run_dir: Path) -> None:
-        self.doc = doc
-        self.run_dir = run_dir
-        self.cells: list[Mapping[str, Any]] = list(doc.get("cells") or [])
-        self.config: Mapping[str, Any] = doc.get("config") or {}
-        self.baseline: str | None = self.config.get("baseline")
-        self.units = data.units(doc)
-        self.labels = report_labels(doc)
-        shown, _ = data.columns(doc, self.cells)
-        self.metric = ratio_metric(doc, shown)
-        self.index = data.comparison_index(data.comparisons(doc, self.metric))
-        self.name = Labeller(self.cells)
-        self.lines: list[str] = []
+class Summary(Facts):
+    """summary.md of one run: its facts (report/data.py, built as for report.html) and the
+    write-up's lines so far."""
 
-    def label(self, metric: str) -> str:
-        return self.labels.get(metric, metric)
+    run_dir: Path
+
+    def __init__(self, run: RunDoc, run_dir: Path) -> None:
+        super().__init__(run, run_dir)
+        self.lines: list[str] = []
 
     def add(self, *lines: str) -> None:
         self.lines.extend(lines)
 
     def render(self) -> str:
-        doc = self.doc
-        self.add(
-            f"## {text(doc.get('suite'))}: benchmark results (run {code(doc.get('run_id'))})", ""
-        )
+        run = self.run
+        self.add(f"## {text(run.suite)}: benchmark results (run {code(run.run_id)})", "")
         self.charts()
         self.what_was_run()
         self.add("### Results", "")
         if not self.cells:
             self.add("No cells in this run.", "")
-        several = len(data.scenarios(self.cells)) > 1
-        for scenario, group in data.scenarios(self.cells).items():
-            if several:
+        groups = data.scenarios(self.cells)
+        for scenario, group in groups.items():
+            if len(groups) > 1:
                 self.add(f"**scenario {text(scenario)}**", "")
             self.table(group)
         self.add(text(self.legend()), "")
         self.add("### Findings", "")
-        self.add(*(f"- {inline(f)}" for f in data.findings(doc, self.run_dir)), "")
+        self.add(*(f"- {inline(f)}" for f in data.findings(self)), "")
         self.flame_links()
         return "\n".join(self.lines).rstrip() + "\n"
 
@@ -123,42 +111,40 @@ class Summary:
             href = run_file(self.run_dir, chart.path)
             if href is not None:
                 self.add(f"![{text(chart.title)}]({href})", "")
-        entries = data.comparisons(self.doc, self.metric)
-        for note in cpu_notes(entries, self.metric, self.labels, varying_params(self.cells)):
+        varying = varying_params(self.cell_docs)
+        for note in cpu_notes(self.entries, self.metric, self.labels, varying):
             self.add(f"> {text(note)}", "")
-        for note in stability_notes(self.cells, self.labels):
+        for note in stability_notes(self.cell_docs, self.labels):
             self.add(f"> {text(note)}", "")
 
     def what_was_run(self) -> None:
-        config, host, git = self.config, self.doc.get("host") or {}, self.doc.get("git") or {}
+        run, config, git = self.run, self.config, self.run.git
         command = data.command_text(config)
-        commit = git.get("commit")
         facts = [
             f"- command: {code(command) if command else 'not recorded'}",
-            f"- machine: {text(data.host_text(host))}",
-            f"- git: {code(str(commit)[:12]) if commit else 'no commit'}"
-            + (" (dirty tree)" if git.get("dirty") else ""),
+            f"- machine: {text(data.host_text(run.host))}",
+            f"- git: {code(git.commit[:12]) if git.commit else 'no commit'}"
+            + (" (dirty tree)" if git.dirty else ""),
             f"- {text(data.repeats_text(config))}",
             f"- probes: {text(data.probes_text(config))}"
-            + (", probe overhead measured" if config.get("probe_overhead") else ""),
+            + (", probe overhead measured" if config.probe_overhead else ""),
             f"- baseline: {code(self.baseline) if self.baseline else 'none'}",
-            f"- status: {text(self.doc.get('status'))} (started {text(self.doc.get('started_at'))},"
-            f" finished {text(self.doc.get('finished_at'))})",
+            f"- status: {text(run.status)} (started {text(run.started_at)},"
+            f" finished {text(run.finished_at)})",
         ]
-        patterns = config.get("mutex_patterns")
-        if patterns:
-            facts.append("- mutex patterns: " + ", ".join(code(p) for p in patterns))
+        if config.mutex_patterns:
+            facts.append("- mutex patterns: " + ", ".join(code(p) for p in config.mutex_patterns))
         self.add("**What was run**", "", *facts, "")
 
-    def table(self, group: Sequence[Mapping[str, Any]]) -> None:
-        params = varying_params(self.cells)
-        summaries = [cell_summary(c) for c in group]
+    def table(self, group: Sequence[Cell]) -> None:
+        params = varying_params(self.cell_docs)
+        summaries = [self.summary(c) for c in group]
         present = {name for s in summaries for name in s}
         lead = [self.metric] if self.metric and self.metric in present else []
         side = [m for m in SIDE_METRICS if m in present and m not in lead]
         against = (
             self.baseline
-            if self.metric and any(c.get("strategy") == self.baseline for c in group)
+            if self.metric and any(c.strategy == self.baseline for c in group)
             else None
         )
         header = ["strategy", *(text(p) for p in params)]
@@ -169,17 +155,17 @@ class Summary:
         header.append("runs")
         self.add(row(header), row(["---"] + ["---:"] * (len(header) - 1)))
         for cell, summary in zip(group, summaries, strict=True):
-            values = [code(cell.get("strategy"))]
-            values += [text(param_text((cell.get("params") or {}).get(p))) for p in params]
+            values = [code(cell.strategy)]
+            values += [text(param_text(cell.params.get(p))) for p in params]
             values += [figure(m, summary.get(m), self.units.get(m)) for m in lead]
             if against is not None and self.metric is not None:
-                if cell.get("strategy") == against:
+                if cell.strategy == against:
                     values += ["baseline", ""]
                 else:
                     entry = data.cell_comparison(self.index, cell, self.metric)
                     values += [ratio(entry), text(p_text(entry))]
             values += [figure(m, summary.get(m), self.units.get(m)) for m in side]
-            ok, failed = len(cell.get("repeats") or []), len(cell.get("failures") or [])
+            ok, failed = cell.runs
             values.append(f"{ok}/{ok + failed}")
             self.add(row(values))
         self.add("")
@@ -193,7 +179,7 @@ class Summary:
                 "U p < 0.05"
             )
         parts.append("mutex share: lock-related frames in the client's on-CPU samples")
-        ns = sorted({len(c.get("repeats") or []) for c in self.cells})
+        ns = sorted({len(c.repeats) for c in self.cells})
         if ns and ns[0] <= 5:
             parts.append(
                 f"with {ns[0]} repeats the interval is [min{DASH}max] and covers the median "
@@ -217,14 +203,10 @@ class Summary:
         self.add("")
 
 
-def render(doc: Mapping[str, Any], run_dir: Path) -> str:
-    return Summary(doc, run_dir).render()
+def render(run: RunDoc, run_dir: Path) -> str:
+    return Summary(run, run_dir).render()
 
 
-def write_summary(run_dir: Path) -> Path:
-    """Write `<run_dir>/summary.md` from `<run_dir>/run.json`; return its path."""
-    run_dir = Path(run_dir)
-    doc = as_json(load_run(run_dir))
-    path = run_dir / "summary.md"
-    write_atomic(path, render(doc, run_dir))
-    return path
+def write_summary(run_dir: Path, run: RunDoc | None = None) -> Path:
+    """Write `<run_dir>/summary.md`; return its path."""
+    return write_page(Path(run_dir), "summary.md", render, run)

@@ -21,22 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from harness.format.metrics import ratio_metric
 from harness.format.numbers import DASH, human, human_ratio, percent
 from harness.probes.kinds import futex, offwake
 from harness.probes.kinds.futex import top_stacks
 from harness.probes.metrics import op_count
-from harness.report.data import (
-    Code,
-    Finding,
-    Labeller,
-    cell_comparison,
-    columns,
-    comparison_index,
-    comparisons,
-    finding_text,
-)
+from harness.report.data import Code, Facts, Finding, cell_comparison, finding_text
 from harness.rundoc.files import run_file
+from harness.rundoc.jsonfile import as_json
+from harness.rundoc.model import Cell, RunDoc
 from harness.stats import ALPHA, compare_samples, metric_values, params_key, smallest_p
 
 # Below these totals in the slower cell a rule says nothing: too few events to name a cause.
@@ -48,7 +40,6 @@ CPU_METRICS = ("client_cpu_ns_per_op", "cpu_ns_per_op")
 _THREAD_NUMBER = re.compile(r"\d+$")
 
 Values = list[float]
-Namer = Callable[[Mapping[str, Any]], str]
 
 
 @dataclass(frozen=True)
@@ -56,16 +47,22 @@ class Contrast:
     """A strategy slower than the other of its pair (one of them the baseline), by the
     headline metric's interval."""
 
-    doc: Mapping[str, Any]
-    run_dir: Path | None
-    slow: Mapping[str, Any]
-    fast: Mapping[str, Any]
-    slow_name: str
-    fast_name: str
+    facts: Facts
+    slow: Cell
+    fast: Cell
+
+    @property
+    def run_dir(self) -> Path | None:
+        return self.facts.run_dir
 
     def says(self, text: str) -> Finding:
         """`why A is slower than B: <text>`"""
-        return ["why ", Code(self.slow_name), " is slower than ", Code(self.fast_name), ": " + text]
+        slow, fast = self.facts.name(self.slow), self.facts.name(self.fast)
+        return ["why ", Code(slow), " is slower than ", Code(fast), ": " + text]
+
+    def values(self, cell: Cell, metric: str) -> Values:
+        """The metric in each of the cell's measurement repeats."""
+        return metric_values(self.facts.cell_doc(cell), metric)
 
 
 def supported(entry: Mapping[str, Any]) -> bool:
@@ -102,31 +99,25 @@ def ratio_clause(entry: Mapping[str, Any]) -> str:
 # Where the data is
 
 
-def explain_key(doc: Mapping[str, Any]) -> str | None:
-    return (doc.get("config") or {}).get("explain_set")
-
-
-def explain_repeats(doc: Mapping[str, Any], cell: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def explain_repeats(run: RunDoc, cell: Cell) -> list[dict[str, Any]]:
     """The repeats that carried the stack probes: the explain repeats, or every repeat in a
     run from before the split."""
-    key = explain_key(doc)
-    if key is None:
-        return list(cell.get("repeats") or [])
-    return list((cell.get("probe_variants") or {}).get(key) or [])
+    key = run.config.explain_set
+    return list(cell.repeats) if key is None else cell.variant(key)
 
 
-def explain_values(doc: Mapping[str, Any], cell: Mapping[str, Any], metric: str) -> Values:
-    return metric_values({"repeats": explain_repeats(doc, cell)}, metric)
+def explain_values(run: RunDoc, cell: Cell, metric: str) -> Values:
+    return metric_values({"repeats": explain_repeats(run, cell)}, metric)
 
 
-def ops_by_round(doc: Mapping[str, Any], cell: Mapping[str, Any]) -> dict[int, float]:
+def ops_by_round(run: RunDoc, cell: Cell) -> dict[int, float]:
     """Round (1-based) -> the op count of the repeat that carried the stack probes in it."""
-    key = explain_key(doc)
-    results = explain_repeats(doc, cell)
+    key = run.config.explain_set
+    results = explain_repeats(run, cell)
     if key is None:
         rounds = list(range(1, len(results) + 1))
     else:
-        rounds = [int(r) for r in (cell.get("probe_rounds") or {}).get(key) or []]
+        rounds = list((cell.probe_rounds or {}).get(key) or [])
     out = {}
     for round_, result in zip(rounds, results, strict=False):
         ops = op_count(result)
@@ -135,23 +126,22 @@ def ops_by_round(doc: Mapping[str, Any], cell: Mapping[str, Any]) -> dict[int, f
     return out
 
 
-def raw_files(
-    run_dir: Path | None, cell: Mapping[str, Any], probe: str
-) -> list[tuple[int, Mapping[str, Any]]]:
+def raw_files(run_dir: Path | None, cell: Cell, probe: str) -> list[tuple[int, Mapping[str, Any]]]:
     """(round, raw output) of each repeat of the probe whose file is in the run directory."""
-    if run_dir is None:
+    summary = cell.probes.get(probe)
+    if run_dir is None or summary is None:
         return []
     out = []
-    for entry in ((cell.get("probes") or {}).get(probe) or {}).get("repeats") or []:
-        rel = entry.get("path")
-        if not rel or run_file(run_dir, str(rel)) is None:
+    for entry in summary.repeats:
+        rel = entry.path
+        if not rel or run_file(run_dir, rel) is None:
             continue
         try:
-            data = json.loads((run_dir / str(rel)).read_text(encoding="utf-8"))
+            data = json.loads((run_dir / rel).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if isinstance(data, Mapping):
-            out.append((int(entry.get("repeat") or 0), data))
+            out.append((entry.repeat, data))
     return out
 
 
@@ -163,15 +153,13 @@ def thread_group(comm: str) -> str:
 PairCounts = list[tuple[Counter[tuple[str, str]], float]]
 
 
-def pair_counts(
-    doc: Mapping[str, Any], run_dir: Path | None, cell: Mapping[str, Any]
-) -> PairCounts:
+def pair_counts(facts: Facts, cell: Cell) -> PairCounts:
     """Per explain repeat: (waker, wakee) thread groups -> wake-ups, and the repeat's ops.
     From the off-wake stacks: wakee comm first, waker comm last; a blocking not ended by
     another thread (a `[...]` waker) is no wake-up."""
-    ops = ops_by_round(doc, cell)
+    ops = ops_by_round(facts.run, cell)
     out: PairCounts = []
-    for round_, data in raw_files(run_dir, cell, offwake.NAME):
+    for round_, data in raw_files(facts.run_dir, cell, offwake.NAME):
         if round_ not in ops:
             continue
         pairs: Counter[tuple[str, str]] = Counter()
@@ -195,14 +183,14 @@ def pair_rate(repeats: PairCounts, pair: tuple[str, str]) -> Values:
 
 def wakeups_rule(c: Contrast) -> Finding | None:
     """More wake-ups per op, and the waker -> wakee pair that grew most."""
-    entry = grew(metric_values(c.fast, "wakeups_per_op"), metric_values(c.slow, "wakeups_per_op"))
+    entry = grew(c.values(c.fast, "wakeups_per_op"), c.values(c.slow, "wakeups_per_op"))
     if entry is None:
         return None
     out = c.says(
         f"the client's threads are woken {human(entry['candidate_median'])} times per op vs "
         f"{human(entry['baseline_median'])} ({ratio_clause(entry)})"
     )
-    slow, fast = pair_counts(c.doc, c.run_dir, c.slow), pair_counts(c.doc, c.run_dir, c.fast)
+    slow, fast = pair_counts(c.facts, c.slow), pair_counts(c.facts, c.fast)
     totals: Counter[tuple[str, str]] = sum((pairs for pairs, _ in slow), Counter())
     growth = {
         pair: float(np.median(pair_rate(slow, pair)) - np.median(pair_rate(fast, pair) or [0.0]))
@@ -237,7 +225,7 @@ def wakeups_rule(c: Contrast) -> Finding | None:
 def cpu_rule(c: Contrast) -> Finding | None:
     """More CPU per op, and the frames whose share of the client's samples grew most."""
     for metric in CPU_METRICS:
-        entry = grew(metric_values(c.fast, metric), metric_values(c.slow, metric))
+        entry = grew(c.values(c.fast, metric), c.values(c.slow, metric))
         if entry is not None:
             break
     else:
@@ -247,29 +235,27 @@ def cpu_rule(c: Contrast) -> Finding | None:
         f"{who} CPU per op is {human(entry['candidate_median'], time_ns=True)} vs "
         f"{human(entry['baseline_median'], time_ns=True)} ({ratio_clause(entry)})"
     )
-    profile = c.slow.get("profile") or {}
-    if profile.get("diff_baseline") != c.fast.get("id"):
+    profile = c.slow.profile
+    if profile.diff_baseline != c.fast.id:
         return out  # the differential graph is drawn the other way round (or not at all)
-    frames = [g for g in profile.get("grew") or [] if float(g.get("delta") or 0) > 0]
+    frames = [g for g in profile.grew or [] if g.delta > 0]
     if frames:
         out.append("; the on-CPU differential graph's top growth (self share of the samples): ")
         for i, g in enumerate(frames[:GROWTH_FRAMES]):
-            out += [", " if i else "", Code(str(g.get("frame")))]
-            out.append(
-                f" {percent(float(g.get('baseline_share') or 0))} → "
-                f"{percent(float(g.get('share') or 0))}"
-            )
+            out += [", " if i else "", Code(g.frame)]
+            out.append(f" {percent(g.baseline_share)} → {percent(g.share)}")
     return out
 
 
 def futex_rule(c: Contrast) -> Finding | None:
     """More futex wait per op, and the stacks that waited most often."""
     metric = "futex_wait_ns_per_op"
-    entry = grew(explain_values(c.doc, c.fast, metric), explain_values(c.doc, c.slow, metric))
+    run = c.facts.run
+    entry = grew(explain_values(run, c.fast, metric), explain_values(run, c.slow, metric))
     if entry is None:
         return None
-    probe = (c.slow.get("probes") or {}).get(futex.NAME) or {}
-    if int((probe.get("totals") or {}).get("waits") or 0) < MIN_FUTEX_WAITS:
+    probe = c.slow.probes.get(futex.NAME)
+    if probe is None or int((probe.totals or {}).get("waits") or 0) < MIN_FUTEX_WAITS:
         return None
     out = c.says(
         f"it waits {human(entry['candidate_median'], time_ns=True)} per op in futex waits vs "
@@ -277,7 +263,7 @@ def futex_rule(c: Contrast) -> Finding | None:
     )
     if c.run_dir is None:
         return out
-    stacks, _ = top_stacks(c.run_dir, probe, limit=1_000_000)
+    stacks, _ = top_stacks(c.run_dir, as_json(probe), limit=1_000_000)
     waits = sum(s.waits for s in stacks)
     # By waits, not wait time: a thread parked for the whole window is one long wait, idle.
     top = sorted(stacks, key=lambda s: (-s.waits, s.folded))[:2]
@@ -290,12 +276,12 @@ def futex_rule(c: Contrast) -> Finding | None:
 
 def gc_rule(c: Contrast) -> Finding | None:
     """More GC cycles per second of the window, else a larger share of it in GC pauses."""
-    window_s = float((c.doc.get("config") or {}).get("duration_s") or 0)
+    window_s = c.facts.config.duration_s
     if window_s <= 0:
         return None
 
-    def per_s(cell: Mapping[str, Any], metric: str) -> Values:
-        return [v / window_s for v in metric_values(cell, metric)]
+    def per_s(cell: Cell, metric: str) -> Values:
+        return [v / window_s for v in c.values(cell, metric)]
 
     slow_cycles, fast_cycles = per_s(c.slow, "gc_cycles"), per_s(c.fast, "gc_cycles")
     if sum(slow_cycles) * window_s < MIN_GC_CYCLES:
@@ -333,42 +319,33 @@ RULES: tuple[Callable[[Contrast], Finding | None], ...] = (
 )
 
 
-def contrasts(
-    doc: Mapping[str, Any], run_dir: Path | None, name: Namer, metric: str | None
-) -> list[Contrast]:
+def contrasts(facts: Facts, metric: str | None) -> list[Contrast]:
     """Each strategy against the baseline of its scenario and params, where the headline
     metric's interval says which of the two is slower."""
-    baseline = (doc.get("config") or {}).get("baseline")
-    if metric is None or baseline is None:
+    if metric is None:
         return []
-    cells = list(doc.get("cells") or [])
-    index = comparison_index(comparisons(doc, metric))
     bases = {
-        (c.get("scenario"), params_key(c.get("params"))): c
-        for c in cells
-        if c.get("strategy") == baseline
+        (c.scenario, params_key(c.params)): c for c in facts.cells if c.strategy == facts.baseline
     }
     out = []
-    for cell in cells:
-        base = bases.get((cell.get("scenario"), params_key(cell.get("params"))))
-        entry = cell_comparison(index, cell, metric)
-        if base is None or base is cell or entry is None or entry.get("better") is None:
+    for cell in facts.cells:
+        base = bases.get((cell.scenario, params_key(cell.params)))
+        entry = cell_comparison(facts.index, cell, metric)
+        if base is None or base is cell or entry is None or entry["better"] is None:
             continue
-        if entry.get("n_baseline") is None or not supported(entry):
+        if not supported(entry):
             continue
         higher = float(entry["ci95_low"]) > 1
         cell_slower = higher != (entry["better"] == "higher")
         slow, fast = (cell, base) if cell_slower else (base, cell)
-        out.append(Contrast(doc, run_dir, slow, fast, name(slow), name(fast)))
+        out.append(Contrast(facts, slow, fast))
     return out
 
 
-def findings(
-    doc: Mapping[str, Any], run_dir: Path | None, name: Namer, metric: str | None
-) -> list[Finding]:
+def findings(facts: Facts, metric: str | None) -> list[Finding]:
     """Every rule on every contrast, in the rules' order."""
     out = []
-    for contrast in contrasts(doc, run_dir, name, metric):
+    for contrast in contrasts(facts, metric):
         for rule in RULES:
             finding = rule(contrast)
             if finding is not None:
@@ -376,8 +353,7 @@ def findings(
     return out
 
 
-def terminal_lines(doc: Mapping[str, Any], run_dir: Path) -> list[str]:
+def terminal_lines(run: RunDoc, run_dir: Path) -> list[str]:
     """The same findings as the reports', in plain text, for `harness run`'s summary."""
-    cells = list(doc.get("cells") or [])
-    metric = ratio_metric(doc, columns(doc, cells)[0])
-    return [finding_text(f) for f in findings(doc, run_dir, Labeller(cells), metric)]
+    facts = Facts(run, run_dir)
+    return [finding_text(f) for f in findings(facts, facts.metric)]

@@ -31,9 +31,10 @@ def charts(page: Context) -> None:
             f'<img src="{esc(href)}" alt="{esc(chart.title)}">',
             "</figure>",
         )
-    for note in cpu_notes(page.entries, page.metric, page.labels, varying_params(page.cells)):
+    varying = varying_params(page.cell_docs)
+    for note in cpu_notes(page.entries, page.metric, page.labels, varying):
         page.add(f'<p class="note cpu-note">{esc(note)}</p>')
-    for note in stability_notes(page.cells, page.labels):
+    for note in stability_notes(page.cell_docs, page.labels):
         page.add(f'<p class="note stability-note">{esc(note)}</p>')
     page.add("</section>")
 
@@ -43,12 +44,12 @@ def plots(page: Context) -> None:
     (harness/charts/workload.py)."""
     page.add('<section id="plots"><h2>Plots</h2>')
     shown = 0
-    for plot in page.doc.get("plots") or []:
-        href = run_file(page.run_dir, plot.get("path"))
+    for plot in page.run.plots:
+        href = run_file(page.run_dir, plot.path)
         if href is None:
-            page.add(f"<p>missing plot: {esc(plot.get('path'))}</p>")
+            page.add(f"<p>missing plot: {esc(plot.path)}</p>")
             continue
-        caption = f"{plot.get('scenario')}: {plot.get('kind')}"
+        caption = f"{plot.scenario}: {plot.kind}"
         page.add(
             '<figure class="plot">',
             f'<figcaption><b>{esc(caption)}</b> · <a href="{esc(href)}">open</a></figcaption>',

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from harness.format.numbers import DASH, human, percent
@@ -10,9 +9,10 @@ from harness.report import data
 from harness.report.data import Flame
 from harness.report.sections.context import Context
 from harness.report.sections.markup import esc
+from harness.rundoc.model import Cell
 
 
-def flame_graphs(page: Context, cell: Mapping[str, Any]) -> None:
+def flame_graphs(page: Context, cell: Cell) -> None:
     page.add("<h3>Flame graphs</h3>")
     flames = data.flames(page.run_dir, cell, page.baseline)
     drawn = [f for f in flames if f.href]
@@ -35,12 +35,11 @@ def flame_graphs(page: Context, cell: Mapping[str, Any]) -> None:
             page.add(f'<p class="missing">{esc(problem)}</p>')
 
 
-def flame_figure(page: Context, cell: Mapping[str, Any], flame: Flame) -> None:
+def flame_figure(page: Context, cell: Cell, flame: Flame) -> None:
     assert flame.href is not None and flame.path is not None
     title = f"{flame.kind.title} flame graph"
-    profile = cell.get("profile") or {}
     if flame.kind.key == "diff":
-        title += f" vs {profile.get('diff_baseline') or page.baseline}"
+        title += f" vs {cell.profile.diff_baseline or page.baseline}"
     links = [f'<a href="{esc(flame.href)}">open {esc(flame.path)}</a>']
     if flame.folded_href:
         links.append(f'<a href="{esc(flame.folded_href)}">folded stacks</a>')
@@ -55,27 +54,27 @@ def flame_figure(page: Context, cell: Mapping[str, Any], flame: Flame) -> None:
     )
 
 
-def profile(page: Context, cell: Mapping[str, Any]) -> None:
-    profile: Mapping[str, Any] = cell.get("profile") or {}
+def profile(page: Context, cell: Cell) -> None:
+    profile = cell.profile
     page.add("<h3>Profile</h3>")
-    if not profile:
+    if profile.empty:
         page.add(
             '<p class="missing">no profile: run.json has no profile for this cell '
             "(the profiler did not run)</p>"
         )
         return
     facts = []
-    if profile.get("samples") is not None:
-        facts.append(f"{int(profile['samples']):,} on-CPU samples")
-    if profile.get("client_samples") is not None:
-        facts.append(f"{int(profile['client_samples']):,} of them in the client")
-    share = data.mutex_share(cell)
+    if profile.samples is not None:
+        facts.append(f"{profile.samples:,} on-CPU samples")
+    if profile.client_samples is not None:
+        facts.append(f"{profile.client_samples:,} of them in the client")
+    share = data.mutex_share(page, cell)
     if share is not None:
         facts.append(f"mutex share {percent(share)} of the client's samples")
-    if profile.get("offcpu_ns") is not None:
-        facts.append(f"{human(float(profile['offcpu_ns']), time_ns=True)} off-CPU")
-    if profile.get("wakeups") is not None:
-        facts.append(f"{int(profile['wakeups']):,} wake-ups")
+    if profile.offcpu_ns is not None:
+        facts.append(f"{human(float(profile.offcpu_ns), time_ns=True)} off-CPU")
+    if profile.wakeups is not None:
+        facts.append(f"{profile.wakeups:,} wake-ups")
     if facts:
         page.add(f"<p>{esc(' · '.join(facts))}</p>")
     # Notes already said under the flame graphs are not repeated.
@@ -84,15 +83,15 @@ def profile(page: Context, cell: Mapping[str, Any]) -> None:
         if note not in said:
             page.add(f'<p class="note">{esc(note)}</p>')
 
-    top = profile.get("top_self") or []
+    top = profile.top_self or []
     page.add(f"<h4>Top {data.TOP_FRAMES} frames by self time (client)</h4>")
     if top:
         page.add(
             '<table><tr><th class="l">frame</th><th>samples</th><th>share</th></tr>',
             *(
-                f'<tr><td class="frame">{esc(t.get("frame"))}</td>'
-                f"<td>{esc(_count(t.get('samples')))}</td>"
-                f"<td>{esc(_share(t.get('share')))}</td></tr>"
+                f'<tr><td class="frame">{esc(t.frame)}</td>'
+                f"<td>{esc(_count(t.samples))}</td>"
+                f"<td>{esc(_share(t.share))}</td></tr>"
                 for t in top[: data.TOP_FRAMES]
             ),
             "</table>",
@@ -100,23 +99,23 @@ def profile(page: Context, cell: Mapping[str, Any]) -> None:
     else:
         page.add('<p class="missing">no self-time frames in run.json for this cell</p>')
 
-    against = profile.get("diff_baseline") or page.baseline
+    against = profile.diff_baseline or page.baseline
     page.add(f"<h4>Frames that grew most vs {esc(against)}</h4>")
-    grew = profile.get("grew") or []
+    grew = profile.grew or []
     if grew:
         page.add(
             '<table><tr><th class="l">frame</th><th>share in baseline</th>'
             "<th>share here</th><th>growth</th></tr>",
             *(
-                f'<tr><td class="frame">{esc(g.get("frame"))}</td>'
-                f"<td>{esc(_share(g.get('baseline_share')))}</td>"
-                f"<td>{esc(_share(g.get('share')))}</td>"
-                f"<td>{esc(_points(g.get('delta')))}</td></tr>"
+                f'<tr><td class="frame">{esc(g.frame)}</td>'
+                f"<td>{esc(_share(g.baseline_share))}</td>"
+                f"<td>{esc(_share(g.share))}</td>"
+                f"<td>{esc(_points(g.delta))}</td></tr>"
                 for g in grew[: data.TOP_FRAMES]
             ),
             "</table>",
         )
-    elif cell.get("strategy") == page.baseline:
+    elif cell.strategy == page.baseline:
         page.add('<p class="dim">this is the baseline cell</p>')
     else:
         why = [n for n in data.profile_notes(profile) if data.note_kind(n) == "diff"]

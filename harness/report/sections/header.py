@@ -10,44 +10,39 @@ from harness.report.sections.markup import esc
 
 
 def header(page: Context, title: str) -> None:
-    doc, config = page.doc, page.config
-    status = str(doc.get("status"))
-    git = doc.get("git") or {}
-    host = doc.get("host") or {}
+    run, config, git = page.run, page.config, page.run.git
+    status = run.status
     page.add(
         f"<header><h1>{esc(title)} "
         f'<span class="status status-{esc(status)}">{esc(status)}</span></h1>'
     )
     if status in STATUS_NOTES:
         page.add(f'<p class="note">status {esc(status)}: {esc(STATUS_NOTES[status][1])}</p>')
-    commit = git.get("commit")
     facts: list[tuple[str, str]] = [
-        ("suite", esc(doc.get("suite"))),
-        ("run", f"<code>{esc(doc.get('run_id'))}</code>"),
-        ("started", f"{esc(doc.get('started_at'))}, finished {esc(doc.get('finished_at'))}"),
-        ("host", esc(data.host_text(host))),
+        ("suite", esc(run.suite)),
+        ("run", f"<code>{esc(run.run_id)}</code>"),
+        ("started", f"{esc(run.started_at)}, finished {esc(run.finished_at)}"),
+        ("host", esc(data.host_text(run.host))),
         (
             "git commit",
-            (f"<code>{esc(commit)}</code>" if commit else "no commit")
-            + (" (dirty tree)" if git.get("dirty") else ""),
+            (f"<code>{esc(git.commit)}</code>" if git.commit else "no commit")
+            + (" (dirty tree)" if git.dirty else ""),
         ),
         ("repeats", esc(data.repeats_text(config))),
-        ("duration", f"{esc(config.get('duration_s'))} s per repeat"),
-        ("warm-up", f"{esc(config.get('warmup_s'))} s"),
+        ("duration", f"{esc(config.duration_s)} s per repeat"),
+        ("warm-up", f"{esc(config.warmup_s)} s"),
         ("probes", esc(data.probes_text(config))),
-        ("probe overhead", "measured" if config.get("probe_overhead") else "not measured"),
+        ("probe overhead", "measured" if config.probe_overhead else "not measured"),
         ("explain repeats", esc(data.explain_text(config))),
         ("baseline", esc(page.baseline) if page.baseline else "none"),
     ]
-    patterns = config.get("mutex_patterns")
-    if patterns:
-        facts.append(("mutex patterns", ", ".join(f"<code>{esc(p)}</code>" for p in patterns)))
-    if config.get("scenario") is not None:
-        facts.append(("scenario", esc(config.get("scenario"))))
-    if config.get("params"):
+    if config.mutex_patterns:
+        patterns = ", ".join(f"<code>{esc(p)}</code>" for p in config.mutex_patterns)
+        facts.append(("mutex patterns", patterns))
+    facts.append(("scenario", esc(config.scenario)))
+    if config.params:
         params = "; ".join(
-            f"{k} = {', '.join(param_text(v) for v in (vs if isinstance(vs, list) else [vs]))}"
-            for k, vs in config["params"].items()
+            f"{k} = {', '.join(param_text(v) for v in vs)}" for k, vs in config.params.items()
         )
         facts.append(("params", esc(params)))
     command = data.command_text(config)
@@ -66,9 +61,9 @@ def contents(page: Context) -> None:
         '<li><a href="#plots">Plots</a></li>',
         '<li><a href="#failures">Failures</a></li>',
     )
-    if page.doc.get("probe_overhead"):
+    if page.run.probe_overhead:
         page.add('<li><a href="#overhead">Probe overhead</a></li>')
-    if page.config.get("explain_repeats"):
+    if page.config.explain_repeats:
         page.add('<li><a href="#explain">With probes</a></li>')
     for cell in page.cells:
         page.add(f'<li><a href="#{page.anchor(cell)}">{esc(page.name(cell))}</a></li>')

@@ -10,6 +10,7 @@ from typing import Any
 from harness.format.figures import ratio_texts, summary_texts
 from harness.format.numbers import DASH
 from harness.report.data import Code, Finding
+from harness.rundoc.model import Cell
 
 
 def esc(value: Any) -> str:
@@ -42,7 +43,7 @@ def ratio_cell(entry: Mapping[str, Any] | None) -> str:
     return f'<td><span class="med">{esc(ratio)}{mark}</span>{ci}</td>'
 
 
-def runs_cell(cell: Mapping[str, Any]) -> str:
-    ok, failed = len(cell.get("repeats") or []), len(cell.get("failures") or [])
+def runs_cell(cell: Cell) -> str:
+    ok, failed = cell.runs
     cls = ' class="failure"' if failed else ""
     return f"<td{cls}>{ok}/{ok + failed}</td>"

@@ -3,16 +3,17 @@ comparisons with the baseline."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from harness.format.cells import cell_summary, param_text, varying_params
+from harness.format.cells import param_text, varying_params
 from harness.format.figures import p_text, value_text
-from harness.format.notes import named_probes, notes, probe_notes
+from harness.format.notes import notes, probe_notes
 from harness.format.numbers import DASH
 from harness.report import data
 from harness.report.sections.context import Context
 from harness.report.sections.markup import esc, figure_cell, inline, ratio_cell, runs_cell
+from harness.rundoc.model import Cell
 from harness.stats import CONFIDENCE
 
 
@@ -23,8 +24,8 @@ def summary(page: Context) -> None:
         return
     for scenario, group in data.scenarios(page.cells).items():
         scenario_table(page, scenario, group)
-    shown = [e for e in page.entries if e.get("metric") == page.metric and e.get("reason")]
-    lines = notes(shown) + probe_notes(page.cells, named_probes(page.doc))
+    shown = [e for e in page.entries if e["metric"] == page.metric and e["reason"]]
+    lines = notes(shown) + probe_notes(page.cell_docs, page.run.named_probes())
     if page.unreported:
         lines.append("declared by the suite but reported by no cell: " + ", ".join(page.unreported))
     for line in lines:
@@ -45,7 +46,7 @@ def legend(page: Context) -> str:
         {
             (int(s.get("n", 0)), float(s.get("ci_coverage", 1.0)))
             for cell in page.cells
-            for s in cell_summary(cell).values()
+            for s in page.summary(cell).values()
             if float(s.get("ci_coverage", 1.0)) < CONFIDENCE
         }
     )
@@ -60,12 +61,10 @@ def legend(page: Context) -> str:
     return text
 
 
-def scenario_table(page: Context, scenario: str, group: Sequence[Mapping[str, Any]]) -> None:
-    params = varying_params(group)
+def scenario_table(page: Context, scenario: str, group: Sequence[Cell]) -> None:
+    params = varying_params([page.cell_doc(c) for c in group])
     against = (
-        page.baseline
-        if page.metric and any(c.get("strategy") == page.baseline for c in group)
-        else None
+        page.baseline if page.metric and any(c.strategy == page.baseline for c in group) else None
     )
     page.add(f"<h3>scenario {esc(scenario)}</h3>", '<div class="scroll"><table>', "<tr>")
     # The metric compared with the baseline first, its ratio and p next to it.
@@ -79,19 +78,14 @@ def scenario_table(page: Context, scenario: str, group: Sequence[Mapping[str, An
     page.add(*(f"<th>{esc(page.label(name))}</th>" for name in rest))
     page.add("<th>runs</th></tr>")
     for cell in group:
-        summary = cell_summary(cell)
-        link = f'<a href="#{page.anchor(cell)}">{esc(cell.get("strategy"))}</a>'
+        summary = page.summary(cell)
+        link = f'<a href="#{page.anchor(cell)}">{esc(cell.strategy)}</a>'
         page.add("<tr>", f'<td class="l">{link}</td>')
-        page.add(
-            *(
-                f"<td>{esc(param_text((cell.get('params') or {}).get(name)))}</td>"
-                for name in params
-            )
-        )
+        page.add(*(f"<td>{esc(param_text(cell.params.get(name)))}</td>" for name in params))
         for name in lead:
             page.add(figure_cell(name, summary.get(name), page.units.get(name)))
         if against is not None and page.metric is not None:
-            if cell.get("strategy") == against:
+            if cell.strategy == against:
                 page.add('<td class="dim">baseline</td><td></td>')
             else:
                 entry = data.cell_comparison(page.index, cell, page.metric)
@@ -104,14 +98,14 @@ def scenario_table(page: Context, scenario: str, group: Sequence[Mapping[str, An
 
 def findings(page: Context) -> None:
     page.add('<section id="findings"><h2>Findings</h2><ul>')
-    for finding in data.findings(page.doc, page.run_dir):
+    for finding in data.findings(page):
         page.add(f"<li>{inline(finding)}</li>")
     page.add("</ul></section>")
 
 
 def failures(page: Context) -> None:
     page.add('<section id="failures"><h2>Failures</h2>')
-    failed = [(cell, cell.get("failures") or []) for cell in page.cells]
+    failed = [(cell, cell.failures) for cell in page.cells]
     if not any(f for _, f in failed):
         page.add("<p>No repeat failed.</p></section>")
         return
@@ -121,7 +115,7 @@ def failures(page: Context) -> None:
     )
     for cell, failures in failed:
         for failure in failures:
-            error = str(failure.get("error") or "").strip()
+            error = failure.error.strip()
             lines = error.splitlines()
             last = lines[-1] if lines else "no message"
             detail = (
@@ -131,25 +125,25 @@ def failures(page: Context) -> None:
             )
             page.add(
                 f'<tr><td class="l"><a href="#{page.anchor(cell)}">{esc(page.name(cell))}</a>'
-                f"</td><td>{esc(failure.get('repeat'))}</td>"
-                f"<td>{esc(failure.get('exit_code'))}</td>"
+                f"</td><td>{esc(failure.repeat)}</td>"
+                f"<td>{esc(failure.exit_code)}</td>"
                 f'<td class="l failure">{detail}</td></tr>'
             )
     page.add("</table></section>")
 
 
-def cell_comparisons(page: Context, cell: Mapping[str, Any]) -> None:
+def cell_comparisons(page: Context, cell: Cell) -> None:
     if not page.baseline:
         return
     page.add(f"<h3>Compared with {esc(page.baseline)}</h3>")
-    if cell.get("strategy") == page.baseline:
+    if cell.strategy == page.baseline:
         page.add('<p class="dim">this is the baseline cell</p>')
         return
+    key = data.comparison_key(cell.scenario, cell.strategy, cell.params, "")
     entries = [
         e
         for e in page.entries
-        if data.comparison_key(e.get("scenario"), e.get("candidate"), e.get("params"), "")
-        == data.comparison_key(cell.get("scenario"), cell.get("strategy"), cell.get("params"), "")
+        if data.comparison_key(e["scenario"], e["candidate"], e["params"], "") == key
     ]
     if not entries:
         page.add('<p class="missing">no comparisons in run.json for this cell</p>')
@@ -160,7 +154,7 @@ def cell_comparisons(page: Context, cell: Mapping[str, Any]) -> None:
         '<th class="l">note</th></tr>'
     )
     for e in entries:
-        metric = str(e.get("metric"))
+        metric = str(e["metric"])
         unit = page.units.get(metric)
 
         def median(value: Any, metric: str = metric, unit: str | None = unit) -> str:
@@ -168,14 +162,14 @@ def cell_comparisons(page: Context, cell: Mapping[str, Any]) -> None:
                 return DASH
             return value_text(metric, float(value), unit)
 
-        verdict = str(e.get("verdict") or "")
+        verdict = str(e["verdict"])
         page.add(
             f'<tr><td class="l">{esc(page.label(metric))}</td>'
-            f"<td>{esc(median(e.get('baseline_median')))}</td>"
-            f"<td>{esc(median(e.get('candidate_median')))}</td>",
+            f"<td>{esc(median(e['baseline_median']))}</td>"
+            f"<td>{esc(median(e['candidate_median']))}</td>",
             ratio_cell(e),
             f"<td>{esc(p_text(e))}</td>",
             f'<td class="l {esc(verdict)}">{esc(verdict)}</td>',
-            f'<td class="l dim">{esc(e.get("reason") or "")}</td></tr>',
+            f'<td class="l dim">{esc(e["reason"] or "")}</td></tr>',
         )
     page.add("</table></div>")
