@@ -509,6 +509,34 @@ void for_each_entry(int fd, size_t key_size, size_t value_size, map_entry_fn fn,
 	free(value);
 }
 
+struct records {
+	char *array;
+	size_t n, rec_size, key_off, key_size, value_off, value_size;
+};
+
+static void add_record(const void *key, const void *value, void *ctx)
+{
+	struct records *r = ctx;
+	char *rec;
+
+	r->array = grow_array(r->array, r->n, r->rec_size);
+	rec = r->array + r->n++ * r->rec_size;
+	memset(rec, 0, r->rec_size);
+	memcpy(rec + r->key_off, key, r->key_size);
+	memcpy(rec + r->value_off, value, r->value_size);
+}
+
+void *read_entries(int fd, size_t key_size, size_t value_size, size_t rec_size, size_t key_off,
+		   size_t value_off, size_t *n)
+{
+	struct records r = { .rec_size = rec_size, .key_off = key_off, .key_size = key_size,
+			     .value_off = value_off, .value_size = value_size };
+
+	for_each_entry(fd, key_size, value_size, add_record, &r);
+	*n = r.n;
+	return r.array;
+}
+
 void *grow_array(void *array, size_t n, size_t size)
 {
 	if (n & (n - 1))
@@ -517,6 +545,15 @@ void *grow_array(void *array, size_t n, size_t size)
 	if (!array)
 		fatal("out of memory");
 	return array;
+}
+
+int cmp_folded_head(const void *a, const void *b)
+{
+	const struct folded_head *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return strcmp(x->folded, y->folded);
 }
 
 void sort_array(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))

@@ -98,6 +98,13 @@ void finish_output(FILE *f);
 typedef void (*map_entry_fn)(const void *key, const void *value, void *ctx);
 void for_each_entry(int fd, size_t key_size, size_t value_size, map_entry_fn fn, void *ctx);
 
+/* Reads every entry of the BPF map fd into a new array of records of
+ * rec_size bytes, each with the key at key_off and the value at value_off,
+ * the rest zeroed; returns it (NULL if empty; the caller frees it) and its
+ * length in *n. */
+void *read_entries(int fd, size_t key_size, size_t value_size, size_t rec_size, size_t key_off,
+		   size_t value_off, size_t *n);
+
 /* Makes room for element n of a growing array (doubling at powers of two). */
 void *grow_array(void *array, size_t n, size_t size);
 /* qsort() that also takes an empty (NULL) array. */
@@ -105,6 +112,17 @@ void sort_array(void *base, size_t n, size_t size, int (*cmp)(const void *, cons
 
 /* Reads /proc/<tgid>/task/<tid>/comm into buf; false if gone. */
 bool read_comm(pid_t tgid, pid_t tid, char *buf, size_t len);
+
+/* The head of a stack collector's record (futex, offwake) once folded: its
+ * process and folded line ("comm;root;...;leaf", owned). First in the record,
+ * so that cmp_folded_head() sorts any of them. */
+struct folded_head {
+	char *folded;
+	__u32 tgid;
+};
+/* qsort() order of records that start with a struct folded_head: by process,
+ * then line, so that the records of one line are adjacent (to merge). */
+int cmp_folded_head(const void *a, const void *b);
 
 /* A growing string for the folded stacks ("comm;root;...;leaf"): s is NULL
  * until the first append, then NUL-terminated; the owner frees s. */

@@ -3,6 +3,7 @@
  * operation and per lock (futex address) with the user stacks that waited,
  * symbolized into folded stacks for an off-CPU "lock" flame graph. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -44,9 +45,9 @@ struct proc {
 
 /* One (process, lock, stack) with its folded stack ("comm;root;...;leaf"). */
 struct wait {
+	struct folded_head h;
 	struct wait_key key;
 	struct wait_stats st;
-	char *folded;
 };
 
 struct result {
@@ -91,18 +92,6 @@ static void add_proc_op(const void *key, const void *value, void *arg)
 	p->ops[k->op] = *ps;
 	if (!p->comm[0])
 		memcpy(p->comm, ps->comm, sizeof(p->comm));
-}
-
-static void add_wait(const void *key, const void *value, void *arg)
-{
-	struct result *r = arg;
-	struct wait *w;
-
-	r->waits = grow_array(r->waits, r->nwaits, sizeof(*w));
-	w = &r->waits[r->nwaits++];
-	memcpy(&w->key, key, sizeof(w->key));
-	memcpy(&w->st, value, sizeof(w->st));
-	w->folded = NULL;
 }
 
 /* Maps of the targets are read when the window closes, while they likely
@@ -154,16 +143,7 @@ static int cmp_wait_lock(const void *a, const void *b)
 		return x->key.tgid < y->key.tgid ? -1 : 1;
 	if (x->key.uaddr != y->key.uaddr)
 		return x->key.uaddr < y->key.uaddr ? -1 : 1;
-	return strcmp(x->folded, y->folded);
-}
-
-static int cmp_wait_folded(const void *a, const void *b)
-{
-	const struct wait *x = a, *y = b;
-
-	if (x->key.tgid != y->key.tgid)
-		return x->key.tgid < y->key.tgid ? -1 : 1;
-	return strcmp(x->folded, y->folded);
+	return strcmp(x->h.folded, y->h.folded);
 }
 
 static int cmp_wait_ns_desc(const void *a, const void *b)
@@ -172,7 +152,7 @@ static int cmp_wait_ns_desc(const void *a, const void *b)
 
 	if (x->st.wait_ns != y->st.wait_ns)
 		return x->st.wait_ns > y->st.wait_ns ? -1 : 1;
-	return strcmp(x->folded, y->folded);
+	return strcmp(x->h.folded, y->h.folded);
 }
 
 /* Merges runs of entries equal under cmp (sorted by it) into their first. */
@@ -244,7 +224,7 @@ static void write_top(struct json *j, const struct env *env, const struct result
 		json_begin_array(j);
 		for (i = 0; i < locks[k].n; i++) {
 			json_begin_object(j);
-			json_kv_string(j, "folded", s[i].folded);
+			json_kv_string(j, "folded", s[i].h.folded);
 			json_kv_u64(j, "wait_ns", s[i].st.wait_ns);
 			json_kv_u64(j, "waits", s[i].st.waits);
 			json_end_object(j);
@@ -268,15 +248,15 @@ static void write_folded(struct json *j, const struct result *r)
 		fatal("out of memory");
 	if (r->nwaits)
 		memcpy(w, r->waits, r->nwaits * sizeof(*w));
-	sort_array(w, r->nwaits, sizeof(*w), cmp_wait_folded);
-	n = merge_runs(w, r->nwaits, cmp_wait_folded);
+	sort_array(w, r->nwaits, sizeof(*w), cmp_folded_head);
+	n = merge_runs(w, r->nwaits, cmp_folded_head);
 	sort_array(w, n, sizeof(*w), cmp_wait_ns_desc);
 
 	json_key(j, "folded");
 	json_begin_array(j);
 	for (i = 0; i < n; i++) {
 		line.len = 0;
-		sb_append(&line, w[i].folded);
+		sb_append(&line, w[i].h.folded);
 		snprintf(weight, sizeof(weight), " %llu", (unsigned long long)w[i].st.wait_ns);
 		sb_append(&line, weight);
 		json_string(j, line.s);
@@ -449,13 +429,15 @@ int main(int argc, char **argv)
 
 	for_each_entry(bpf_map__fd(skel->maps.procs), sizeof(struct proc_key),
 		       sizeof(struct proc_stats), add_proc_op, &r);
-	for_each_entry(bpf_map__fd(skel->maps.waits), sizeof(struct wait_key),
-		       sizeof(struct wait_stats), add_wait, &r);
+	r.waits = read_entries(bpf_map__fd(skel->maps.waits), sizeof(struct wait_key),
+			       sizeof(struct wait_stats), sizeof(struct wait),
+			       offsetof(struct wait, key), offsetof(struct wait, st), &r.nwaits);
 	sort_array(r.procs, r.nprocs, sizeof(*r.procs), cmp_proc);
 	for (i = 0; i < r.nwaits; i++) {
 		struct proc *p = find_proc(&r, r.waits[i].key.tgid);
 
-		r.waits[i].folded = fold_stack(c.syms, bpf_map__fd(skel->maps.user_stacks),
+		r.waits[i].h.tgid = r.waits[i].key.tgid;
+		r.waits[i].h.folded = fold_stack(c.syms, bpf_map__fd(skel->maps.user_stacks),
 					       &r.waits[i].key, p ? p->comm : "");
 	}
 
@@ -464,7 +446,7 @@ int main(int argc, char **argv)
 	finish_output(output_file());
 
 	for (i = 0; i < r.nwaits; i++)
-		free(r.waits[i].folded);
+		free(r.waits[i].h.folded);
 	free(r.waits);
 	free(r.procs);
 	syms_free(c.syms);

@@ -5,6 +5,7 @@
  * for an off-wake flame graph: "comm;[state];blocked root..leaf;--;waker
  * leaf..root;waker comm", weighted by blocked ns. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -22,9 +23,9 @@
 #define EEXIST_ID (-17)
 
 struct entry {
+	struct folded_head h;
 	struct offwake_key key;
 	struct offwake_val val;
-	char *folded;
 };
 
 struct result {
@@ -137,18 +138,6 @@ static void snapshot_all(void *arg)
 		snapshot_once(c, c->env->pids[i]);
 	for_each_entry(bpf_map__fd(c->skel->maps.info), sizeof(struct offwake_key),
 		       sizeof(struct offwake_val), snapshot_one, c);
-}
-
-static void add_entry(const void *key, const void *value, void *arg)
-{
-	struct result *r = arg;
-	struct entry *e;
-
-	r->entries = grow_array(r->entries, r->n, sizeof(*e));
-	e = &r->entries[r->n++];
-	memcpy(&e->key, key, sizeof(e->key));
-	memcpy(&e->val, value, sizeof(e->val));
-	e->folded = NULL;
 }
 
 static const char *lost_frame(__s32 id)
@@ -278,22 +267,13 @@ static char *fold(const struct entry *e, int fd, int user_fd, struct syms *syms,
 	return b.s;
 }
 
-static int cmp_folded(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-
-	if (x->key.tgid != y->key.tgid)
-		return x->key.tgid < y->key.tgid ? -1 : 1;
-	return strcmp(x->folded, y->folded);
-}
-
 static int cmp_ns_desc(const void *a, const void *b)
 {
 	const struct entry *x = a, *y = b;
 
 	if (x->val.blocked_ns != y->val.blocked_ns)
 		return x->val.blocked_ns > y->val.blocked_ns ? -1 : 1;
-	return strcmp(x->folded, y->folded);
+	return strcmp(x->h.folded, y->h.folded);
 }
 
 static void write_result(struct json *j, const struct env *env, struct offwake_bpf *skel,
@@ -303,7 +283,7 @@ static void write_result(struct json *j, const struct env *env, struct offwake_b
 	size_t i, n = 0;
 
 	/* One line per process and folded stack (threads of a name merge). */
-	sort_array(r->entries, r->n, sizeof(*r->entries), cmp_folded);
+	sort_array(r->entries, r->n, sizeof(*r->entries), cmp_folded_head);
 	for (i = 0; i < r->n; i++) {
 		struct entry *e = &r->entries[i];
 
@@ -315,10 +295,10 @@ static void write_result(struct json *j, const struct env *env, struct offwake_b
 			woken += e->val.blocked_ns;
 		else
 			unknown += e->val.blocked_ns;
-		if (n && !cmp_folded(&r->entries[n - 1], e)) {
+		if (n && !cmp_folded_head(&r->entries[n - 1], e)) {
 			r->entries[n - 1].val.blocked_ns += e->val.blocked_ns;
 			r->entries[n - 1].val.count += e->val.count;
-			free(e->folded);
+			free(e->h.folded);
 			continue;
 		}
 		r->entries[n++] = *e;
@@ -347,7 +327,7 @@ static void write_result(struct json *j, const struct env *env, struct offwake_b
 	for (i = 0; i < r->n; i++) {
 		json_begin_object(j);
 		json_kv_u64(j, "pid", r->entries[i].key.tgid);
-		json_kv_string(j, "folded", r->entries[i].folded);
+		json_kv_string(j, "folded", r->entries[i].h.folded);
 		json_kv_u64(j, "blocked_ns", r->entries[i].val.blocked_ns);
 		json_kv_u64(j, "count", r->entries[i].val.count);
 		json_end_object(j);
@@ -419,17 +399,20 @@ int main(int argc, char **argv)
 	ksyms = ksyms_load();
 	fd = bpf_map__fd(skel->maps.stacks);
 	user_fd = bpf_map__fd(skel->maps.user_stacks);
-	for_each_entry(bpf_map__fd(skel->maps.info), sizeof(struct offwake_key),
-		       sizeof(struct offwake_val), add_entry, &r);
-	for (i = 0; i < r.n; i++)
-		r.entries[i].folded = fold(&r.entries[i], fd, user_fd, c.syms, ksyms);
+	r.entries = read_entries(bpf_map__fd(skel->maps.info), sizeof(struct offwake_key),
+				 sizeof(struct offwake_val), sizeof(struct entry),
+				 offsetof(struct entry, key), offsetof(struct entry, val), &r.n);
+	for (i = 0; i < r.n; i++) {
+		r.entries[i].h.tgid = r.entries[i].key.tgid;
+		r.entries[i].h.folded = fold(&r.entries[i], fd, user_fd, c.syms, ksyms);
+	}
 
 	json_init(&j, output_file());
 	write_result(&j, &env, skel, &w, &r);
 	finish_output(output_file());
 
 	for (i = 0; i < r.n; i++)
-		free(r.entries[i].folded);
+		free(r.entries[i].h.folded);
 	free(r.entries);
 	free(c.seen);
 	ksyms_free(ksyms);

@@ -8,6 +8,7 @@
  * and closing of the window; only the wake-ups are traced. */
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -94,17 +95,6 @@ static void add_thread(const void *key, const void *value, void *ctx)
 	/* The kernel keeps the name seen first (and last, at exit): a live
 	 * thread that renamed itself since is read back from /proc. */
 	read_comm(t->tgid, t->tid, t->st.comm, sizeof(t->st.comm));
-}
-
-static void add_wakeup(const void *key, const void *value, void *ctx)
-{
-	struct result *r = ctx;
-	struct wakeup *w;
-
-	r->wakeups = grow_array(r->wakeups, r->nwakeups, sizeof(*w));
-	w = &r->wakeups[r->nwakeups++];
-	memcpy(&w->key, key, sizeof(w->key));
-	memcpy(&w->val, value, sizeof(w->val));
 }
 
 static int cmp_pair(const void *a, const void *b)
@@ -593,8 +583,10 @@ int main(int argc, char **argv)
 	run_window(&w, &env);
 	sched_bpf__detach(skel);
 
-	for_each_entry(bpf_map__fd(skel->maps.wakeups), sizeof(struct wakeup_key),
-		       sizeof(struct wakeup_val), add_wakeup, &r);
+	r.wakeups = read_entries(bpf_map__fd(skel->maps.wakeups), sizeof(struct wakeup_key),
+				 sizeof(struct wakeup_val), sizeof(struct wakeup),
+				 offsetof(struct wakeup, key), offsetof(struct wakeup, val),
+				 &r.nwakeups);
 	add_pair_slots(&r, bpf_map__fd(skel->maps.pair_slots));
 	if (env.counters_only) {
 		add_counted(&r, &cs);
