@@ -13,6 +13,7 @@ import pytest
 
 from harness.format.numbers import DASH, TIMES
 from harness.report import data, mechanism
+from harness.rundoc.jsonfile import load_run
 from harness.rundoc.model import RunDoc
 
 pytestmark = pytest.mark.unit
@@ -45,6 +46,12 @@ def contrast(doc: dict[str, Any], run_dir: Path, slow: str, fast: str) -> mechan
     facts = data.Facts(RunDoc.model_validate(doc), run_dir)
     cells = {c.strategy: c for c in facts.cells}
     return mechanism.Contrast(facts, cells[slow], cells[fast])
+
+
+@pytest.mark.parametrize("name", ["timers", "pools-ballast", "lettuce"])
+def test_the_recorded_runs_load_through_the_one_loader(name: str) -> None:
+    run = load_run(FIXTURES / name)
+    assert run.model_dump(mode="json") == load(name)
 
 
 def test_timers_first_findings_name_the_event_executor_wake_ups() -> None:

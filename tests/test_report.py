@@ -21,6 +21,7 @@ from harness.format.numbers import DASH, TIMES, human_ratio, percent
 from harness.report import write_all, write_report, write_summary
 from harness.report.data import Facts, finding_text, findings, flame_gaps, flames, note_kind
 from harness.report.markdown import code, text
+from harness.rundoc.jsonfile import load_run
 from harness.rundoc.model import Cell, Profile, RunDoc
 from harness.stats import compare_cells
 
@@ -78,6 +79,23 @@ def run(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
 def page_text(run: tuple[Path, dict[str, Any]]) -> str:
     """The report of `run`, written now, as text."""
     return write_report(run[0]).read_text()
+
+
+def test_write_all_reads_run_json_once(
+    run: tuple[Path, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The charts, report.html and summary.md are drawn from one typed read of run.json."""
+    read: list[Path] = []
+
+    def counted(path: Path) -> RunDoc:
+        read.append(path)
+        return load_run(path)
+
+    # Every module of report/ that reads run.json: the package, the pages' writers.
+    for module in ("", ".data", ".html", ".markdown"):
+        monkeypatch.setattr(f"harness.report{module}.load_run", counted, raising=False)
+    write_all(run[0])
+    assert read == [run[0]]
 
 
 def test_write_all_writes_both_files(run: tuple[Path, dict[str, Any]]) -> None:
