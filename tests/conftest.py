@@ -32,6 +32,17 @@ def next_own_line(stream: IO[str]) -> str:
     return line
 
 
+def line_with(text: str, *parts: str) -> str:
+    """The first line of `text` that holds every one of `parts`."""
+    return next(line for line in text.splitlines() if all(part in line for part in parts))
+
+
+def assert_holds(text: str, *parts: str) -> None:
+    """Every one of `parts` is in `text`; a failure names the missing ones and the text."""
+    missing = [part for part in parts if part not in text]
+    assert not missing, (missing, text)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test without a tier would escape `-m` selections such as CI's `bpf or browser`."""
     untiered = [
@@ -67,6 +78,24 @@ def run_harness(
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*HARNESS, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def start_harness(
+    args: list[str],
+    env: dict[str, str],
+    stdout: int = subprocess.DEVNULL,
+    own_session: bool = False,
+) -> subprocess.Popen[str]:
+    """The harness started with `args`, its stderr a text pipe (its stdout too if asked with
+    subprocess.PIPE), in a session and process group of its own if `own_session`."""
+    return subprocess.Popen(
+        [*HARNESS, *args],
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=own_session,
     )
 
 

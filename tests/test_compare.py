@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 import rundocs
+from conftest import assert_holds, line_with
 from rich.console import Console
 from timerscells import TIMERS_METRICS, TIMERS_STRATEGIES, timers_metrics, timers_result
 
@@ -103,7 +104,7 @@ def test_compare_json_has_ratios_verdicts_and_unmatched_cells(runs: tuple[Path, 
 def test_compare_table(runs: tuple[Path, Path]) -> None:
     code, out = run(*runs, as_json=False)
     assert code == 0
-    tokio = next(line for line in out.splitlines() if "tokio-timeout" in line)
+    tokio = line_with(out, "tokio-timeout")
     ops, p99 = ["2.00x", "*", "[1.94-2.06]"], ["0.50x", "*", "[0.49-0.52]"]
     assert tokio.split() == ["tokio-timeout", *ops, *p99]  # a line, the ratios of B to A
     assert "only in B: hashed-wheel · steady · concurrency=4096" in out
@@ -113,12 +114,9 @@ def test_compare_wide_table(runs: tuple[Path, Path]) -> None:
     code, out = run(*runs, as_json=False, wide=True)
     assert code == 0
     assert "A  run-a" in out and "B  run-b" in out
-    tokio = next(line for line in out.splitlines() if "tokio-timeout" in line and "ops" in line)
-    assert "550.0k [539.0-561.0k]" in tokio
-    assert "1.10M [1.08-1.12M]" in tokio
-    assert "2.00x *" in tokio
-    assert "better" in tokio
-    tracker = next(line for line in out.splitlines() if "deadline-tracker" in line)
+    tokio = line_with(out, "tokio-timeout", "ops")
+    assert_holds(tokio, "550.0k [539.0-561.0k]", "1.10M [1.08-1.12M]", "2.00x *", "better")
+    tracker = line_with(out, "deadline-tracker")
     assert "worse" in tracker
     assert "only in B: hashed-wheel · steady · concurrency=4096" in out
     assert "Mann-Whitney U" in out
