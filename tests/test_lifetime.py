@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from conftest import (
     FIXTURES,
-    HARNESS,
     OTHERS_RUNNING,
     next_own_line,
     one_repeat,
     run_harness,
     runs_dir,
     sleepy_log,
+    start_harness,
 )
 from requirements import need
 
@@ -64,14 +64,7 @@ def start_in_window(env: dict[str, str], tmp_path: Path) -> tuple[subprocess.Pop
     """A harness whose one repeat is in its measured window; returns it and the run's owner
     pid (the harness's own, not the venv launcher's)."""
     env = {**env, "SLEEPY_WINDOW": str(tmp_path / "window"), "SLEEPY_SETSID": "1"}
-    proc = subprocess.Popen(
-        [*HARNESS, *one_repeat(duration_s="120")],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start_harness(one_repeat(duration_s="120"), env, own_session=True)
     wait_for((tmp_path / "window").exists, WAIT_S, "the measured window did not start")
     return proc, proc.pid
 

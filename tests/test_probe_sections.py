@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARNESS, run_harness
+from conftest import run_harness, start_harness
 from cputime import SPINNERS
 from requirements import need
 from test_gc_probe import GoTarget, gc_tool, gcprog  # noqa: F401 (fixtures)
@@ -164,13 +164,7 @@ def test_gc_section_counts_what_the_runtime_counted(
     need(privilege_problem() or btf_problem() or collector_problem("gc"))
     duration_s = 8  # far longer than a phase; checked below
     args = ["probe", "--pid", str(go_target.pid), "--probes", "gc", "--duration-s", str(duration_s)]
-    probe = subprocess.Popen(
-        [*HARNESS, *args],
-        env=harness_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    probe = start_harness(args, harness_env, stdout=subprocess.PIPE)
     try:
         assert probe.stderr is not None
         line = probe.stderr.readline()

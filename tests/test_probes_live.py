@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from bpftool import bpf_ids, prog_holders
-from conftest import FIXTURES, HARNESS, only_run, run_harness
+from conftest import FIXTURES, only_run, run_harness, start_harness
 from cputime import SPINNERS
 from requirements import need
 
@@ -258,13 +258,7 @@ def test_no_bpf_program_stays_loaded(case: str, bpf_env: dict[str, str]) -> None
         assert probes_doc["bt:syscalls_per_op"].get("paths"), probes_doc
     elif case == "ctrl-c":
         args = ["run", "timers", "--strategies", "none", *probes, *TIMERS_RUN]
-        harness = subprocess.Popen(
-            [*HARNESS, *args, "--duration-s", "20"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        harness = start_harness([*args, "--duration-s", "20"], env)
         wait_for_probes(tag, 3)
         time.sleep(0.5)  # into the warm-up or the window
         harness.send_signal(signal.SIGINT)  # what a Ctrl-C on its terminal delivers

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 from conftest import (
-    HARNESS,
     next_own_line,
     only_run,
     process_gone,
     run_harness,
     runs_dir,
     sleepy_log,
+    start_harness,
 )
 from rich.console import Console
 from rundocs import RUN_KEYS
@@ -246,13 +246,12 @@ def test_a_signal_stops_the_run_and_keeps_what_completed(
     harness_env: dict[str, str], sig: signal.Signals
 ) -> None:
     args = ["run", "sleepy", "--strategies", "slow,fast", "--repeat", "5", "--json"]
-    proc = subprocess.Popen(
-        [*HARNESS, *args, "--duration-s", "1", "--warmup-s", "0"],
-        env=harness_env,
+    # In a process group of its own, as a shell job would be.
+    proc = start_harness(
+        [*args, "--duration-s", "1", "--warmup-s", "0"],
+        harness_env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own group, as a shell job would be
+        own_session=True,
     )
     assert proc.stderr is not None
     first = next_own_line(proc.stderr)  # the line of the first finished repeat

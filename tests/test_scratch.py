@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, HARNESS, run_harness, runs_dir
+from conftest import FIXTURES, run_harness, runs_dir, start_harness
 from rundocs import schema_problems
 
 from harness.base.stop import StopFlag
@@ -258,13 +258,10 @@ def test_a_crashing_workload_leaves_no_scratch_file(env: dict[str, str]) -> None
 def start_hanging(env: dict[str, str], tmp_path: Path, *args: str) -> subprocess.Popen[str]:
     """A harness whose workload waits in its measured window until it is killed."""
     window = tmp_path / "window"
-    proc = subprocess.Popen(
-        [*HARNESS, *scratchy("--strategies", "hang", "--repeat", "1", *args)],
-        env={**env, "SCRATCHY_WINDOW": str(window)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    proc = start_harness(
+        scratchy("--strategies", "hang", "--repeat", "1", *args),
+        {**env, "SCRATCHY_WINDOW": str(window)},
+        own_session=True,
     )
     wait_for(window.exists, WAIT_S, "the measured window did not start")
     return proc
@@ -295,14 +292,7 @@ def test_a_stop_signal_while_the_scratch_file_is_written_leaves_nothing(
     own = tmp_path / "own"
     own.mkdir()
     args = ["--repeat", "1", "--param", "file_size_mb=256", "--param", f"dir={own}"]
-    proc = subprocess.Popen(
-        [*HARNESS, *scratchy(*args)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start_harness(scratchy(*args), env, own_session=True)
     assert proc.stderr is not None
     said = next((line for line in proc.stderr if line.startswith("writing scratch file")), None)
     proc.send_signal(signal.SIGINT)

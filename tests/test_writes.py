@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HARNESS, OTHERS_RUNNING, run_harness
+from conftest import OTHERS_RUNNING, run_harness, start_harness
 
 pytestmark = pytest.mark.e2e
 
@@ -93,13 +93,7 @@ def test_a_run_directory_removed_mid_run_is_one_line(
     harness_env: dict[str, str], tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [*HARNESS, *SLEEPY, "--repeat", "40", "--out", str(out)],
-        env=harness_env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_harness([*SLEEPY, "--repeat", "40", "--out", str(out)], harness_env)
     try:
         run_json = None
         while run_json is None and proc.poll() is None:
