@@ -151,9 +151,7 @@ class Named:
 
 
 @dataclass(frozen=True)
-class Scenario:
-    name: str
-    help: str
+class Scenario(Named):
     params: dict[str, ParamValue]
 
 
