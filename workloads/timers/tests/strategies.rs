@@ -1,5 +1,6 @@
-//! Every strategy (but `tokio-timeout-legacy`, tested by the `timers-legacy` crate) against
-//! a real server over real sockets: each request resolves exactly once, counters agree
+//! Every strategy (but `tokio-timeout-legacy` and `tokio-timeout-sharded`, tested by the
+//! `timers-legacy` and `timers-sharded` crates on their tokio) against a real server over
+//! real sockets: each request resolves exactly once, counters agree
 //! with the resolution log and the server, and timeouts fire never early and within the
 //! strategy's granularity.
 
