@@ -1,8 +1,8 @@
 //! Shared by the strategy tests of this crate and of `timers-legacy` and `timers-sharded`
 //! (included by path): runs a strategy in-process against an in-process server with a
-//! resolution log, and checks that every request resolved exactly once, that the counters agree with the log
-//! and the server, that no timeout fired early or more than its granularity late, and that
-//! exactly the requests the server answered late timed out.
+//! resolution log, and checks that every request resolved exactly once, that the counters
+//! agree with the log and the server, that no timeout fired early or more than its
+//! granularity late, and that exactly the requests the server answered late timed out.
 //!
 //! No check counts on wall-clock luck; this runs on small, busy machines. An attempt that
 //! issued too few requests is re-run with a longer window. Whether an answer beats its
