@@ -1,8 +1,7 @@
 //! Every strategy (but `tokio-timeout-legacy` and `tokio-timeout-sharded`, tested by the
 //! `timers-legacy` and `timers-sharded` crates on their tokio) against a real server over
-//! real sockets: each request resolves exactly once, counters agree
-//! with the resolution log and the server, and timeouts fire never early and within the
-//! strategy's granularity.
+//! real sockets: each request resolves exactly once, counters agree with the resolution log
+//! and the server, and timeouts fire never early and within the strategy's granularity.
 
 mod common;
 
