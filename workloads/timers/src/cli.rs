@@ -17,7 +17,7 @@ use crate::client::{Bench, RunEvent};
 use crate::describe::describe;
 use crate::params::{self, Params};
 use crate::process::{self, ServerProcess};
-use crate::server::{Server, ServerConfig};
+use crate::server::{Protocol, Server, ServerConfig};
 use crate::strategy::StrategyKind;
 use crate::timer_ops;
 
@@ -103,6 +103,10 @@ struct ServeArgs {
     /// service_dist, seed), repeatable.
     #[arg(long = "param", value_name = "NAME=VALUE")]
     params: Vec<String>,
+    /// The protocol to speak: timers (ours), or cql (native protocol v4, for the scylla
+    /// driver strategies).
+    #[arg(long, value_enum, default_value_t = Protocol::Timers)]
+    protocol: Protocol,
 }
 
 /// A validated `run` request.
@@ -284,7 +288,8 @@ fn serve(args: ServeArgs) -> ExitCode {
         Ok(params) => params,
         Err(e) => return bad_input(&e),
     };
-    let server = match Server::start(ServerConfig::from_params(&params), args.port) {
+    let config = ServerConfig::from_params(&params);
+    let server = match Server::start_protocol(config, args.port, args.protocol) {
         Ok(server) => server,
         Err(e) => return failed(&format!("cannot serve on 127.0.0.1:{}: {e}", args.port)),
     };

@@ -9,6 +9,8 @@ pub mod client;
 pub mod completion;
 pub mod connection;
 pub mod cpu_time;
+#[cfg(feature = "cql")]
+pub mod cql;
 pub mod deadline_tracker;
 mod describe;
 pub mod handler_map;

@@ -60,8 +60,14 @@ impl ServerConfig {
         }
     }
 
-    /// The delay before answering one request, and whether it is a slow one.
-    fn delay(&self, rng: &mut SmallRng) -> (Duration, bool) {
+    /// The random source of connection `conn_no`'s decisions.
+    pub(crate) fn rng(&self, conn_no: u64) -> SmallRng {
+        SmallRng::seed_from_u64(self.seed ^ conn_no.wrapping_mul(0x2545_f491_4f6c_dd1d))
+    }
+
+    /// The delay before answering one request, and whether it is a slow one. The CQL
+    /// server ([`crate::cql::server`]) answers its writes by the same decision.
+    pub(crate) fn delay(&self, rng: &mut SmallRng) -> (Duration, bool) {
         if self.slow_fraction > 0.0 && rng.random::<f64>() < self.slow_fraction {
             return (self.slow_delay, true);
         }
@@ -77,6 +83,16 @@ impl ServerConfig {
     }
 }
 
+/// The protocol a server speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Protocol {
+    /// The suite's own [`protocol`](crate::protocol).
+    Timers,
+    /// CQL native protocol v4, for the scylla driver ([`crate::cql::server`]).
+    #[cfg(feature = "cql")]
+    Cql,
+}
+
 /// A running server; dropping it shuts its runtime down.
 pub struct Server {
     runtime: Option<Runtime>,
@@ -85,9 +101,18 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds 127.0.0.1:`port` (0 = any free port) and starts serving on a runtime of
-    /// `config.threads` workers.
+    /// Binds 127.0.0.1:`port` (0 = any free port) and starts serving our protocol on a
+    /// runtime of `config.threads` workers.
     pub fn start(config: ServerConfig, port: u16) -> io::Result<Server> {
+        Server::start_protocol(config, port, Protocol::Timers)
+    }
+
+    /// [`Server::start`], speaking `protocol`.
+    pub fn start_protocol(
+        config: ServerConfig,
+        port: u16,
+        protocol: Protocol,
+    ) -> io::Result<Server> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.threads)
             .thread_name("timers-server")
@@ -98,7 +123,12 @@ impl Server {
             port,
         ))))?;
         let addr = listener.local_addr()?;
-        let accept = runtime.spawn(accept_loop(listener, Arc::new(config)));
+        let config = Arc::new(config);
+        let accept = match protocol {
+            Protocol::Timers => runtime.spawn(accept_loop(listener, config)),
+            #[cfg(feature = "cql")]
+            Protocol::Cql => runtime.spawn(crate::cql::server::accept_loop(listener, config)),
+        };
         Ok(Server {
             runtime: Some(runtime),
             addr,
@@ -173,8 +203,7 @@ async fn read_requests(
     conn_no: u64,
 ) -> io::Result<()> {
     let mut frames = FrameReader::with_capacity(READ_BUFFER);
-    let mut rng =
-        SmallRng::seed_from_u64(config.seed ^ conn_no.wrapping_mul(0x2545_f491_4f6c_dd1d));
+    let mut rng = config.rng(conn_no);
     let mut stats = ServerStats::default();
     loop {
         if frames.fill(&mut rd).await? == 0 {
