@@ -161,6 +161,10 @@ fn plan(flavor: Flavor, args: &RunArgs) -> Result<Plan, BadInput> {
     }
     let scenario = params::scenario(args.scenario.as_deref())?;
     let params = params::resolve(Some(scenario), &args.params)?;
+    #[cfg(feature = "cql")]
+    if let Some(reason) = crate::strategy::scylla_driver::unsupported(kind, scenario, &params) {
+        return Err(BadInput(reason));
+    }
     Ok(Plan {
         kind,
         scenario,
@@ -244,6 +248,17 @@ fn execute(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
     }
     let params = &plan.params;
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
+    #[cfg(feature = "cql")]
+    if plan.kind.is_driver() {
+        return crate::strategy::scylla_driver::execute(
+            plan.kind,
+            plan.scenario.name,
+            params,
+            (plan.warmup, plan.duration),
+            gate,
+            (&exe, &server_args(params)),
+        );
+    }
     // Spawned from the main thread, which lives as long as the process (see spawn).
     let server = ServerProcess::spawn(&exe, &server_args(params))?;
     let runtime = plan.kind.build_runtime(params.threads)?;

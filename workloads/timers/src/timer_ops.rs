@@ -126,6 +126,9 @@ impl Arming {
                     .collect();
                 Arming::Router(routers, params.timeout)
             }
+            StrategyKind::ScyllaDriver | StrategyKind::ScyllaDriverNoTimeout => {
+                unreachable!("refused by the plan (scylla_driver::unsupported)")
+            }
         }
     }
 

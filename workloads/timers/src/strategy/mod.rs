@@ -10,11 +10,15 @@
 //! - [`engine`]: `event-executor` (lettuce up to 6.3.1), `hashed-wheel-offload` (lettuce
 //!   6.3.2), and for comparison `scheduled-executor` (Java's `ScheduledThreadPoolExecutor`)
 //!   and `hashed-wheel` (Netty's wheel expiring on its worker): thread-based timers from the
-//!   `timer-engines` crate.
+//!   `timer-engines` crate;
+//! - [`scylla_driver`]: `scylla-driver`, `scylla-driver-no-timeout` (the real scylla driver,
+//!   `request_timeout` set or None, against the CQL server; a load loop of its own).
 
 pub mod engine;
 pub mod no_timeout;
 pub mod router_deadlines;
+#[cfg(feature = "cql")]
+pub mod scylla_driver;
 pub mod tokio_timeout;
 
 use std::sync::Arc;
@@ -38,11 +42,13 @@ pub enum StrategyKind {
     EventExecutor,
     HashedWheel,
     HashedWheelOffload,
+    ScyllaDriver,
+    ScyllaDriverNoTimeout,
 }
 
 impl StrategyKind {
     /// Every strategy, the baseline first.
-    pub const ALL: [StrategyKind; 10] = [
+    pub const ALL: [StrategyKind; 12] = [
         StrategyKind::None,
         StrategyKind::TokioTimeout,
         StrategyKind::TokioTimeoutAlt,
@@ -53,6 +59,8 @@ impl StrategyKind {
         StrategyKind::EventExecutor,
         StrategyKind::HashedWheel,
         StrategyKind::HashedWheelOffload,
+        StrategyKind::ScyllaDriver,
+        StrategyKind::ScyllaDriverNoTimeout,
     ];
 
     /// The command-line name.
@@ -68,6 +76,8 @@ impl StrategyKind {
             StrategyKind::EventExecutor => "event-executor",
             StrategyKind::HashedWheel => "hashed-wheel",
             StrategyKind::HashedWheelOffload => "hashed-wheel-offload",
+            StrategyKind::ScyllaDriver => "scylla-driver",
+            StrategyKind::ScyllaDriverNoTimeout => "scylla-driver-no-timeout",
         }
     }
 
@@ -102,6 +112,12 @@ impl StrategyKind {
             StrategyKind::HashedWheelOffload => {
                 "lettuce 6.3.2: Netty's hashed wheel timer whose timer task submits the expiry to lettuce's event executor group (computation_threads executors)"
             }
+            StrategyKind::ScyllaDriver => {
+                "the real scylla driver (1.9.0) against the suite's CQL server, request_timeout = timeout_ms: it wraps each request's whole execution in tokio::time::timeout (PR #564's deadline tracker was never merged); prepared writes, closed loop"
+            }
+            StrategyKind::ScyllaDriverNoTimeout => {
+                "scylla-driver with request_timeout None: no client-side timer (the driver's own baseline)"
+            }
         }
     }
 
@@ -117,7 +133,19 @@ impl StrategyKind {
 
     /// Whether requests carry a client-side timeout.
     pub fn has_timeout(self) -> bool {
-        self != StrategyKind::None
+        !matches!(
+            self,
+            StrategyKind::None | StrategyKind::ScyllaDriverNoTimeout
+        )
+    }
+
+    /// Whether the real scylla driver runs it (against the CQL server, see
+    /// [`scylla_driver`]) rather than our connection and [`Timer`].
+    pub fn is_driver(self) -> bool {
+        matches!(
+            self,
+            StrategyKind::ScyllaDriver | StrategyKind::ScyllaDriverNoTimeout
+        )
     }
 
     /// Builds the client runtime the strategy runs on.
@@ -185,6 +213,9 @@ impl Timer {
             | StrategyKind::HashedWheel
             | StrategyKind::HashedWheelOffload => {
                 Timer::Engine(engine::Engine::new(kind, params, Arc::clone(conns)))
+            }
+            StrategyKind::ScyllaDriver | StrategyKind::ScyllaDriverNoTimeout => {
+                unreachable!("the driver strategies run in scylla_driver::execute")
             }
         }
     }

@@ -1,0 +1,211 @@
+//! The real scylla driver (`scylla-driver`, `scylla-driver-no-timeout`) against the CQL
+//! server on 127.0.0.1, both in this process: the driver connects (OPTIONS, STARTUP,
+//! REGISTER, the topology queries, PREPARE), every prepared write is answered and counted
+//! by the server, the accounting is exact, and in a slow tail exactly the writes the server
+//! delayed time out.
+//!
+//! Whether a write answered at once beats its timeout depends on how late this busy machine
+//! runs the threads in between: a slow-tail attempt whose timeouts differ from the delayed
+//! writes fails only if the measured wake-up delay stayed far within the timeout, and is
+//! otherwise run again with a longer timeout (as in `common`).
+
+#![cfg(feature = "cql")]
+
+use std::net::SocketAddr;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use timers::metrics::Report;
+use timers::params::{self, Params};
+use timers::server::{Protocol, Server, ServerConfig};
+use timers::strategy::scylla_driver;
+use timers::strategy::StrategyKind;
+
+#[path = "../engines/tests/engines/wakeup_delay.rs"]
+mod wakeup_delay;
+use wakeup_delay::WakeupDelay;
+
+const WARMUP: Duration = Duration::from_millis(200);
+const WINDOW: Duration = Duration::from_millis(600);
+/// A conclusive attempt has at least this many measured writes, and in a slow tail this
+/// many delayed ones.
+const MIN_ISSUED: u64 = 100;
+const MIN_SLOW: u64 = 5;
+const MAX_ATTEMPTS: u32 = 4;
+/// The timeout must exceed the worst wake-up delay this many times over for a fast write
+/// that still timed out to be the code's fault (a server reader and writer, the driver's
+/// router and the task wake in series).
+const MARGIN: u32 = 4;
+
+/// Runs are timing-sensitive: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn resolve(extra: &[String]) -> Params {
+    let mut overrides: Vec<String> = [
+        "threads=2",
+        "connections=2",
+        "concurrency=16",
+        "server_threads=1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    overrides.extend_from_slice(extra);
+    params::resolve(Some(params::scenario(None).unwrap()), &overrides).unwrap()
+}
+
+/// One run of `kind` against an in-process CQL server; the report and the first error.
+fn run(kind: StrategyKind, params: &Params, window: Duration) -> (Report, Option<String>) {
+    let server = Server::start_protocol(ServerConfig::from_params(params), 0, Protocol::Cql)
+        .expect("the CQL server starts");
+    let addr: SocketAddr = server.addr();
+    let runtime = kind.build_runtime(params.threads).unwrap();
+    let result = runtime.block_on(async {
+        let shared = scylla_driver::connect(kind, params, addr).await?;
+        scylla_driver::run(&shared, params, (WARMUP, window), None, |_| {}).await
+    });
+    drop(runtime);
+    drop(server);
+    result.unwrap_or_else(|e| panic!("{}: {e}", kind.name()))
+}
+
+/// What holds for every run: exact accounting, and the server got every measured write.
+fn check_sound(kind: StrategyKind, report: &Report, first_error: &Option<String>) {
+    let s = &report.stats;
+    let what = kind.name();
+    assert_eq!(s.errors, 0, "{what}: {first_error:?}");
+    assert_eq!(s.issued, s.ok + s.timeouts + s.errors, "{what}: {s:?}");
+    assert_eq!((s.unresolved, report.lost_tasks), (0, 0), "{what}");
+    assert_eq!(
+        report.server_requests, s.issued,
+        "{what}: the server's count"
+    );
+    assert!(
+        report.violations().is_empty(),
+        "{what}: {:?}",
+        report.violations()
+    );
+    let timer = |name: &str| {
+        report
+            .timer
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |&(_, v)| v)
+    };
+    if kind.has_timeout() {
+        // One tokio timer per request, fired exactly for the timeouts.
+        assert_eq!(timer("registered"), s.issued, "{what}");
+        assert_eq!(timer("fired"), s.timeouts, "{what}");
+        assert_eq!(timer("cancelled"), s.ok, "{what}");
+    } else {
+        assert_eq!(timer("registered"), 0, "{what}");
+        assert_eq!(s.timeouts, 0, "{what}: no timeout, no timeouts");
+    }
+}
+
+#[test]
+fn the_driver_connects_and_every_prepared_write_is_answered() {
+    let _one_at_a_time = serial();
+    for kind in [
+        StrategyKind::ScyllaDriver,
+        StrategyKind::ScyllaDriverNoTimeout,
+    ] {
+        // A timeout no answer given at once comes near: nothing may time out.
+        let params = resolve(&["timeout_ms=30000".to_string()]);
+        let (report, first_error) = run(kind, &params, WINDOW);
+        check_sound(kind, &report, &first_error);
+        let s = &report.stats;
+        assert!(
+            s.issued >= MIN_ISSUED,
+            "{}: only {} writes",
+            kind.name(),
+            s.issued
+        );
+        assert_eq!((s.ok, s.timeouts), (s.issued, 0), "{}", kind.name());
+        assert_eq!(report.server_slow, 0);
+        assert!(
+            report.latency.len() == s.ok,
+            "one latency per answered write"
+        );
+    }
+}
+
+#[test]
+fn in_a_slow_tail_exactly_the_delayed_writes_time_out() {
+    let _one_at_a_time = serial();
+    let mut timeout = Duration::from_millis(200);
+    let mut window = WINDOW;
+    let mut last = String::new();
+    for number in 1..=MAX_ATTEMPTS {
+        // 5% of the writes are answered three timeouts late.
+        let extra = [
+            "slow_fraction=0.05".to_string(),
+            format!("slow_delay_ms={}", timeout.as_millis() * 3),
+            format!("timeout_ms={}", timeout.as_millis()),
+        ];
+        let params = resolve(&extra);
+        let delay = WakeupDelay::start();
+        let (report, first_error) = run(StrategyKind::ScyllaDriver, &params, window);
+        let worst = delay.worst();
+        drop(delay);
+        check_sound(StrategyKind::ScyllaDriver, &report, &first_error);
+        let s = &report.stats;
+        last = format!(
+            "attempt {number}: timeout {timeout:?} issued {} ok {} timeouts {} server_slow {} \
+             worst wake-up {worst:?}",
+            s.issued, s.ok, s.timeouts, report.server_slow
+        );
+        eprintln!("{last}");
+        if s.issued < MIN_ISSUED || report.server_slow < MIN_SLOW {
+            window *= 2;
+            continue;
+        }
+        if s.timeouts == report.server_slow {
+            // The driver without a timeout waits for the same delayed writes.
+            let (report, first_error) = run(StrategyKind::ScyllaDriverNoTimeout, &params, window);
+            check_sound(StrategyKind::ScyllaDriverNoTimeout, &report, &first_error);
+            assert!(report.server_slow >= 1, "no delayed write to wait for");
+            assert_eq!(report.stats.ok, report.stats.issued);
+            return;
+        }
+        assert!(
+            worst * MARGIN > timeout,
+            "{last}: the timeouts are not the delayed writes, although threads woke at worst \
+             {worst:?} late"
+        );
+        // The machine stalled beyond what the timeout covers: again with a longer one.
+        timeout = (timeout * 2).max(worst * MARGIN);
+        window *= 2;
+    }
+    panic!("{MAX_ATTEMPTS} attempts, none conclusive; the last: {last}");
+}
+
+#[test]
+fn an_unknown_statement_is_refused_with_the_servers_reason() {
+    let _one_at_a_time = serial();
+    let params = resolve(&[]);
+    let server = Server::start_protocol(ServerConfig::from_params(&params), 0, Protocol::Cql)
+        .expect("the CQL server starts");
+    let runtime = StrategyKind::ScyllaDriver.build_runtime(1).unwrap();
+    let reason = runtime.block_on(async {
+        let session = scylla::client::session_builder::SessionBuilder::new()
+            .known_node_addr(server.addr())
+            .fetch_schema_metadata(false)
+            .build()
+            .await
+            .expect("the driver connects");
+        session
+            .prepare("SELECT * FROM ks.nowhere")
+            .await
+            .expect_err("no such statement")
+            .to_string()
+    });
+    assert!(
+        reason.contains("statement not supported by the timers server"),
+        "{reason}"
+    );
+}
