@@ -49,7 +49,9 @@ fn describe_is_the_contract_document() {
             "scheduled-executor",
             "event-executor",
             "hashed-wheel",
-            "hashed-wheel-offload"
+            "hashed-wheel-offload",
+            "scylla-driver",
+            "scylla-driver-no-timeout"
         ]
     );
     let scenarios: Vec<&str> = d["scenarios"]
