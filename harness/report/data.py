@@ -23,7 +23,7 @@ from harness.probes.kind import FlameGraph
 from harness.probes.overhead_pairs import paired_text
 from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import as_json, load_run
-from harness.rundoc.model import Cell, Config, Host, ProbeSummary, Profile, RunDoc
+from harness.rundoc.model import Cell, Config, Host, Profile, RunDoc
 from harness.rundoc.view import RunView
 from harness.stats import compare_samples, metric_values, params_key
 
@@ -288,17 +288,17 @@ def gap_text(titles: Sequence[str], reason: str) -> str:
 # Probes
 
 
-def probe_problems(probe: ProbeSummary, named: bool = False) -> list[str]:
-    """`unavailable: ...`, `failed: ...` (once per reason) of one probe; `does not apply: ...`
-    only when the user named it (format/notes.py)."""
-    top = probe_problem(as_json(probe), named)  # no repeat produced output: the last one's
+def probe_problems(probe: Mapping[str, Any], named: bool = False) -> list[str]:
+    """`unavailable: ...`, `failed: ...` (once per reason) of one probe (its run.json form,
+    as format/notes.py reads it); `does not apply: ...` only when the user named it."""
+    top = probe_problem(probe, named)  # no repeat produced output: the last one's reason
     problems: dict[str, None] = {}
     if top is not None:
         problems[f"{top[0]}: {top[1]}"] = None
-    for r in probe.repeats:
-        problem = probe_problem(as_json(r), named)
+    for r in probe["repeats"]:
+        problem = probe_problem(r, named)
         if problem is not None and problem != top:
-            problems[f"{problem[0]} in repeat {r.repeat}: {problem[1]}"] = None
+            problems[f"{problem[0]} in repeat {r['repeat']}: {problem[1]}"] = None
     return list(problems)
 
 
@@ -481,7 +481,7 @@ def _probe_findings(facts: Facts) -> list[Finding]:
     named = facts.run.named_probes()
     for cell in facts.cells:
         for probe_name, probe in cell.probes.items():
-            for problem in probe_problems(probe, probe_name in named):
+            for problem in probe_problems(as_json(probe), probe_name in named):
                 problems.setdefault(f"probe {probe_name} {problem}", {})[facts.name(cell)] = ""
             if probe.lost_events:
                 lost = f"probe {probe_name} lost events"

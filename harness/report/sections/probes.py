@@ -83,7 +83,8 @@ def cell_probes(page: Context, cell: Cell) -> None:
     named = page.run.named_probes()
     for name, probe in probes.items():
         page.add(f"<h4>{esc(name)}</h4>")
-        for problem in data.probe_problems(probe, name in named):
+        recorded = as_json(probe)
+        for problem in data.probe_problems(recorded, name in named):
             page.add(f'<p class="missing">{esc(problem)}</p>')
         if probe.not_applicable is not None and name not in named:  # a note only here
             page.add(f'<p class="dim">does not apply: {esc(probe.not_applicable)}</p>')
@@ -91,7 +92,7 @@ def cell_probes(page: Context, cell: Cell) -> None:
             lost = probe.lost_events
             cls = "missing" if lost else "dim"
             page.add(f'<p class="{cls}">lost events over the repeats: {lost:,}</p>')
-        page.add(*registry.kind_of(name).report(page.run_dir, as_json(probe)))
+        page.add(*registry.kind_of(name).report(page.run_dir, recorded))
         paths = probe.paths or []
         raw = [(path, href) for path in paths if (href := run_file(page.run_dir, path))]
         if raw:
