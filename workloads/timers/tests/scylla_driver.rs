@@ -185,7 +185,7 @@ fn in_a_slow_tail_exactly_the_delayed_writes_time_out() {
 }
 
 #[test]
-fn an_unknown_statement_is_refused_with_the_servers_reason() {
+fn the_driver_reads_the_one_node_and_its_tokens_and_is_refused_unknown_statements() {
     let _one_at_a_time = serial();
     let params = resolve(&[]);
     let server = Server::start_protocol(ServerConfig::from_params(&params), 0, Protocol::Cql)
@@ -198,6 +198,27 @@ fn an_unknown_statement_is_refused_with_the_servers_reason() {
             .build()
             .await
             .expect("the driver connects");
+        // The topology the driver read from system.local (system.peers is empty).
+        let state = session.get_cluster_state();
+        let nodes = state.get_nodes_info();
+        assert_eq!(nodes.len(), 1, "one node");
+        assert_eq!(nodes[0].host_id.as_bytes(), &timers::cql::HOST_ID);
+        assert_eq!(nodes[0].address.ip(), server.addr().ip());
+        assert_eq!(
+            nodes[0].datacenter.as_deref(),
+            Some(timers::cql::DATA_CENTER)
+        );
+        let ring: Vec<String> = state
+            .replica_locator()
+            .ring()
+            .iter()
+            .map(|(token, _)| token.value().to_string())
+            .collect();
+        assert_eq!(
+            ring,
+            timers::cql::tokens(),
+            "the node's tokens, in ring order"
+        );
         session
             .prepare("SELECT * FROM ks.nowhere")
             .await

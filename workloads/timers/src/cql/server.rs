@@ -573,3 +573,55 @@ async fn write_replies(mut wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<R
         out.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tokens_split_the_murmur3_ring_evenly() {
+        let tokens: Vec<i64> = super::super::tokens()
+            .iter()
+            .map(|t| t.parse().unwrap())
+            .collect();
+        assert_eq!(tokens.len(), 8);
+        assert_eq!(tokens[0], i64::MIN);
+        assert!(
+            tokens.windows(2).all(|w| w[1] - w[0] == 1 << 61),
+            "{tokens:?}"
+        );
+    }
+
+    #[test]
+    fn statements_are_recognised_by_their_text() {
+        assert_eq!(classify(INSERT), Ok(Statement::Insert));
+        assert_eq!(classify(STATS), Ok(Statement::Stats));
+        // The scylla driver 1.9.0's topology queries (src/cluster/metadata/fetching.rs).
+        let local = "SELECT host_id, rpc_address, data_center, rack, tokens, cluster_name \
+                     FROM system.local WHERE key='local'";
+        assert_eq!(
+            classify(local),
+            Ok(Statement::Topology {
+                local: true,
+                columns: vec![
+                    "host_id",
+                    "rpc_address",
+                    "data_center",
+                    "rack",
+                    "tokens",
+                    "cluster_name"
+                ],
+            })
+        );
+        let peers = "SELECT host_id, rpc_address, data_center, rack, tokens FROM system.peers";
+        assert!(matches!(
+            classify(peers),
+            Ok(Statement::Topology { local: false, .. })
+        ));
+        let e = classify("SELECT gossip FROM system.local").unwrap_err();
+        assert!(e.starts_with("unknown column 'gossip'"), "{e}");
+        let e = classify("SELECT keyspace_name FROM system_schema.keyspaces").unwrap_err();
+        assert!(e.starts_with("statement not supported"), "{e}");
+        assert!(classify("INSERT INTO timers.kv (key) VALUES (?)").is_err());
+    }
+}
