@@ -328,7 +328,10 @@ impl<R: Rovers> Dispatcher<R> {
         if stopping {
             self.cancel_queued();
         } else {
-            self.issue_due(now);
+            // The clock as of the completions just resolved: a closed-loop fiber is due again
+            // when its request completed, and issues in this poll, as io_tester's fiber loops
+            // on at once (with the poll's start it waited for the next poll).
+            self.issue_due(monotonic_ns());
         }
         let (dispatched, cut) = self.dispatch(now)?;
         if stopping && self.in_flight == 0 {

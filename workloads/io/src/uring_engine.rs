@@ -1,6 +1,12 @@
 //! The io_uring engine: one ring per shard (the `io-uring` crate), a request per slot in it,
 //! submitted in one `io_uring_enter` per dispatch round; a bounded wait for a completion uses
 //! the kernel's timeout argument (IORING_FEAT_EXT_ARG).
+//!
+//! The ring is set up as fio's io_uring engine sets up its own (`fio_ioring_queue_init`):
+//! COOP_TASKRUN, SINGLE_ISSUER and DEFER_TASKRUN (Linux 6.1), each dropped where the kernel
+//! refuses it. A completion then does not interrupt the shard (no IPI, no signal-like task
+//! work): the kernel posts the completions when the shard next enters it with GETEVENTS (the
+//! crate adds it to a submit when the TASKRUN flag says some are waiting), in a batch.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -33,9 +39,20 @@ pub struct UringEngine {
 impl UringEngine {
     pub fn new(file: Arc<File>, slots: usize, reqsize: usize) -> Result<Self, String> {
         let entries = (slots as u32).next_power_of_two().max(2);
-        let ring = IoUring::builder()
-            .setup_cqsize(entries * 2)
-            .build(entries)
+        let build = |deferred: bool, coop: bool| {
+            let mut b = IoUring::builder();
+            b.setup_cqsize(entries * 2);
+            if coop {
+                b.setup_coop_taskrun().setup_taskrun_flag();
+            }
+            if deferred {
+                b.setup_single_issuer().setup_defer_taskrun();
+            }
+            b.build(entries)
+        };
+        let ring = build(true, true)
+            .or_else(|_| build(false, true))
+            .or_else(|_| build(false, false))
             .map_err(|e| format!("io_uring unavailable: io_uring_setup failed: {e}"))?;
         Ok(UringEngine {
             ring,
@@ -76,10 +93,7 @@ impl Engine for UringEngine {
 
     fn flush(&mut self) -> Result<(), String> {
         if self.unsubmitted > 0 {
-            self.ring
-                .submit()
-                .map_err(|e| format!("io_uring_enter failed: {e}"))?;
-            self.unsubmitted = 0;
+            self.flush_with_events()?;
         }
         Ok(())
     }
@@ -87,6 +101,11 @@ impl Engine for UringEngine {
     fn reap(&mut self, out: &mut Vec<Completion>, wait_ns: u64) -> Result<(), String> {
         let before = out.len();
         self.drain(out);
+        if out.len() == before && self.ring.submission().taskrun() {
+            // Completions the kernel holds for us: a submit with GETEVENTS posts them.
+            self.flush_with_events()?;
+            self.drain(out);
+        }
         if out.len() == before && wait_ns > 0 {
             let ts = types::Timespec::from(Duration::from_nanos(wait_ns));
             let args = types::SubmitArgs::new().timespec(&ts);
@@ -107,6 +126,21 @@ impl Engine for UringEngine {
 }
 
 impl UringEngine {
+    /// Whether the ring runs its completions deferred to the shard's own entries
+    /// (SINGLE_ISSUER + DEFER_TASKRUN, set together), as fio's on this kernel.
+    pub fn deferred(&self) -> bool {
+        self.ring.params().is_setup_single_issuer()
+    }
+
+    /// Submits what is queued; the crate adds GETEVENTS when completions wait in the kernel.
+    fn flush_with_events(&mut self) -> Result<(), String> {
+        self.ring
+            .submit()
+            .map_err(|e| format!("io_uring_enter failed: {e}"))?;
+        self.unsubmitted = 0;
+        Ok(())
+    }
+
     fn drain(&mut self, out: &mut Vec<Completion>) {
         for cqe in self.ring.completion() {
             let res = cqe.result();

@@ -79,6 +79,34 @@ fn a_shard_polls_its_requests_before_it_waits_in_the_kernel() {
     assert!(blocking(0).0 >= 1);
 }
 
+/// A closed-loop fiber issues its next request in the poll that resolves its completion, as
+/// io_tester's fiber loops on at once: one poll a request, not one to resolve it and another
+/// to issue the next (a poll reaps once without waiting before it does anything).
+#[test]
+fn a_closed_loop_fiber_issues_again_in_the_poll_that_completes_it() {
+    const N: u64 = 20;
+    let engine = FakeEngine::new(1, Duration::from_millis(1));
+    let (polls, waits) = (engine.quick_reaps.clone(), engine.blocking_reaps.clone());
+    let run = run_shard(
+        Box::new(engine),
+        None,
+        Schedule::new(0, 0),
+        1,
+        Until::Completed(N),
+    );
+    assert!(run.outcome.error.is_none(), "{:?}", run.outcome.error);
+    let done = run.outcome.completed;
+    assert!(done >= N);
+    // One poll a request, plus the first and the drain's; a blocking wait may end (a timer)
+    // before the completion, which costs a poll more: those are counted as waits.
+    assert!(
+        polls.get() <= done + 2 + (waits.get() - done.min(waits.get())),
+        "{} polls, {} waits for {done} requests",
+        polls.get(),
+        waits.get()
+    );
+}
+
 /// With iops_limit L, a shard run until 2L requests completed took at least what the bucket
 /// allows: what completes is at most L x the elapsed time plus the bucket's initial fill (its
 /// limit, 1 ms of the rate: one request) and one reservation, whatever the scheduling, so

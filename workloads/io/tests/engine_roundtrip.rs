@@ -117,3 +117,55 @@ fn io_uring_reads_back_what_it_wrote() {
     roundtrip(IoEngine::IoUring, false);
     roundtrip(IoEngine::IoUring, true);
 }
+
+/// The ring is set up as fio's (completions deferred to the shard's own entries) wherever the
+/// kernel takes it, and a shard that only polls (reaps without waiting) still gets every
+/// completion: a poll enters the kernel when the ring says completions wait there.
+#[test]
+fn io_uring_is_set_up_as_fios_and_a_polling_shard_gets_its_completions() {
+    if !need(uring_engine::unavailable().map(|reason| format!("io_uring: {reason}"))) {
+        return;
+    }
+    let takes_it = io_uring::IoUring::<io_uring::squeue::Entry, io_uring::cqueue::Entry>::builder()
+        .setup_coop_taskrun()
+        .setup_taskrun_flag()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(2)
+        .is_ok();
+    // O_DIRECT: the reads complete after the submit returns (from the page cache they would
+    // complete inside it), so their completions wait in the kernel for the shard's next entry.
+    let scratch = ScratchFile::new("polling", 1 << 20);
+    let mut options = OpenOptions::new();
+    options.read(true).custom_flags(libc::O_DIRECT);
+    let file = match options.open(&scratch.path) {
+        Ok(f) => Arc::new(f),
+        Err(e) => {
+            need(Some(format!("O_DIRECT refused on {:?}: {e}", scratch.path)));
+            return;
+        }
+    };
+    let mut engine = uring_engine::UringEngine::new(file, SLOTS, REQSIZE).unwrap();
+    assert_eq!(engine.deferred(), takes_it);
+    for slot in 0..SLOTS {
+        let offset = (slot * REQSIZE) as u64;
+        let request = Request {
+            slot,
+            direction: Direction::Read,
+            offset,
+        };
+        engine.submit(request).unwrap();
+    }
+    engine.flush().unwrap();
+    let mut out = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while out.len() < SLOTS {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} of {SLOTS} completed",
+            out.len()
+        );
+        engine.reap(&mut out, 0).unwrap();
+    }
+    assert!(out.iter().all(|c| c.result == Ok(REQSIZE)), "{out:?}");
+}

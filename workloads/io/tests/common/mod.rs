@@ -83,6 +83,8 @@ pub struct FakeEngine {
     pub most_per_flush: Rc<std::cell::Cell<u64>>,
     /// Reaps that were asked to wait for a completion (the shard blocking in the kernel).
     pub blocking_reaps: Rc<std::cell::Cell<u64>>,
+    /// Reaps that were not (one a dispatcher poll).
+    pub quick_reaps: Rc<std::cell::Cell<u64>>,
 }
 
 impl FakeEngine {
@@ -96,6 +98,7 @@ impl FakeEngine {
             unflushed: 0,
             most_per_flush: Rc::default(),
             blocking_reaps: Rc::default(),
+            quick_reaps: Rc::default(),
         }
     }
 }
@@ -124,9 +127,12 @@ impl Engine for FakeEngine {
 
     fn reap(&mut self, out: &mut Vec<Completion>, wait_ns: u64) -> Result<(), String> {
         let mut now = monotonic_ns();
-        if wait_ns > 0 {
-            self.blocking_reaps.set(self.blocking_reaps.get() + 1);
-        }
+        let reaps = if wait_ns > 0 {
+            &self.blocking_reaps
+        } else {
+            &self.quick_reaps
+        };
+        reaps.set(reaps.get() + 1);
         if let Some(&(due, _)) = self.in_flight.front() {
             if due > now && wait_ns > 0 {
                 std::thread::sleep(Duration::from_nanos((due - now).min(wait_ns)));
