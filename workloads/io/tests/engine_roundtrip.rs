@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,20 +33,28 @@ fn wait_all(engine: &mut dyn Engine, n: usize) -> Vec<Completion> {
     out
 }
 
-fn roundtrip(kind: IoEngine, direct: bool) {
-    let scratch = ScratchFile::new("roundtrip", 1 << 20);
+/// The scratch file for reads and writes (O_DIRECT with `direct`); `None` where the
+/// filesystem refuses O_DIRECT (said, or a failure under CI).
+fn open(scratch: &ScratchFile, direct: bool) -> Option<Arc<File>> {
     let mut options = OpenOptions::new();
     options.read(true).write(true);
     if direct {
         options.custom_flags(libc::O_DIRECT);
     }
-    let file = match options.open(&scratch.path) {
-        Ok(f) => Arc::new(f),
+    match options.open(&scratch.path) {
+        Ok(f) => Some(Arc::new(f)),
         Err(e) if direct => {
             need(Some(format!("O_DIRECT refused on {:?}: {e}", scratch.path)));
-            return;
+            None
         }
         Err(e) => panic!("{e}"),
+    }
+}
+
+fn roundtrip(kind: IoEngine, direct: bool) {
+    let scratch = ScratchFile::new("roundtrip", 1 << 20);
+    let Some(file) = open(&scratch, direct) else {
+        return;
     };
     let mut engine = make_engine(kind, file, SLOTS, REQSIZE, "test").unwrap();
     let offsets = [
@@ -136,14 +144,8 @@ fn io_uring_is_set_up_as_fios_and_a_polling_shard_gets_its_completions() {
     // O_DIRECT: the reads complete after the submit returns (from the page cache they would
     // complete inside it), so their completions wait in the kernel for the shard's next entry.
     let scratch = ScratchFile::new("polling", 1 << 20);
-    let mut options = OpenOptions::new();
-    options.read(true).custom_flags(libc::O_DIRECT);
-    let file = match options.open(&scratch.path) {
-        Ok(f) => Arc::new(f),
-        Err(e) => {
-            need(Some(format!("O_DIRECT refused on {:?}: {e}", scratch.path)));
-            return;
-        }
+    let Some(file) = open(&scratch, true) else {
+        return;
     };
     let mut engine = uring_engine::UringEngine::new(file, SLOTS, REQSIZE).unwrap();
     assert_eq!(engine.deferred(), takes_it);
