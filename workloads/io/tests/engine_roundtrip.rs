@@ -111,6 +111,11 @@ fn roundtrip(kind: IoEngine, direct: bool) {
     assert_eq!(data[REQSIZE], (REQSIZE % 251) as u8);
 }
 
+/// Whether io_uring runs here (said, or a failure under CI, where it does not).
+fn uring_here() -> bool {
+    need(uring_engine::unavailable().map(|reason| format!("io_uring: {reason}")))
+}
+
 #[test]
 fn psync_reads_back_what_it_wrote() {
     roundtrip(IoEngine::Psync, false);
@@ -119,7 +124,7 @@ fn psync_reads_back_what_it_wrote() {
 
 #[test]
 fn io_uring_reads_back_what_it_wrote() {
-    if !need(uring_engine::unavailable().map(|reason| format!("io_uring: {reason}"))) {
+    if !uring_here() {
         return;
     }
     roundtrip(IoEngine::IoUring, false);
@@ -131,7 +136,7 @@ fn io_uring_reads_back_what_it_wrote() {
 /// completion: a poll enters the kernel when the ring says completions wait there.
 #[test]
 fn io_uring_is_set_up_as_fios_and_a_polling_shard_gets_its_completions() {
-    if !need(uring_engine::unavailable().map(|reason| format!("io_uring: {reason}"))) {
+    if !uring_here() {
         return;
     }
     let takes_it = io_uring::IoUring::<io_uring::squeue::Entry, io_uring::cqueue::Entry>::builder()
