@@ -230,3 +230,46 @@ fn the_driver_reads_the_one_node_and_its_tokens_and_is_refused_unknown_statement
         "{reason}"
     );
 }
+
+#[test]
+fn what_the_driver_strategies_do_not_run_is_bad_input() {
+    let check = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_timers-bench"))
+            .args(["check", "--duration-s", "1", "--warmup-s", "0"])
+            .args(args)
+            .output()
+            .expect("timers-bench runs");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        stderr
+    };
+    let e = check(&["--strategy", "scylla-driver", "--param", "mode=read"]);
+    assert!(
+        e.contains("runs prepared writes only (valid: mode=write)"),
+        "{e}"
+    );
+    let e = check(&[
+        "--strategy",
+        "scylla-driver-no-timeout",
+        "--param",
+        "max_rate=1000",
+    ]);
+    assert!(
+        e.contains("the closed loop only (valid: max_rate=0)"),
+        "{e}"
+    );
+    let e = check(&["--strategy", "scylla-driver", "--scenario", "timer-ops"]);
+    assert!(e.contains("does not run strategy 'scylla-driver'"), "{e}");
+    // And what they run is accepted.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_timers-bench"))
+        .args(["check", "--duration-s", "1", "--warmup-s", "0"])
+        .args(["--strategy", "scylla-driver", "--scenario", "slow-tail"])
+        .output()
+        .expect("timers-bench runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
