@@ -31,6 +31,33 @@ pub enum Command {
     Check(RunArgs),
 }
 
+/// A parsed verb: one of the shared three, or one of the suite's own.
+pub enum Verb<X> {
+    Describe,
+    Run(RunArgs),
+    Check(RunArgs),
+    Own(X),
+}
+
+/// A binary's verbs, for [`main_verbs`]: the shared ones (maybe with other help lines) and
+/// the suite's own, in the order `--help` lists them.
+pub trait Verbs: Subcommand {
+    /// The suite's own verbs.
+    type Own;
+    fn verb(self) -> Verb<Self::Own>;
+}
+
+impl Verbs for Command {
+    type Own = std::convert::Infallible;
+    fn verb(self) -> Verb<Self::Own> {
+        match self {
+            Command::Describe => Verb::Describe,
+            Command::Run(args) => Verb::Run(args),
+            Command::Check(args) => Verb::Check(args),
+        }
+    }
+}
+
 /// `run`'s and `check`'s arguments.
 #[derive(Args)]
 pub struct RunArgs {
@@ -78,7 +105,8 @@ pub struct Plan<S, P> {
 /// Resolves the parameters under a scenario with the `--param` overrides.
 pub type Resolve<P> = fn(Option<&Scenario>, &[String]) -> Result<P, BadInput>;
 
-/// A suite's binary, for [`main`]: its document, how it reads `run`'s arguments and the run.
+/// A suite's binary, for [`main`] or [`main_verbs`]: its document, how it reads `run`'s
+/// arguments and the run.
 pub trait Suite {
     type Strategy;
     type Params;
@@ -90,34 +118,61 @@ pub trait Suite {
     const SCENARIOS: &'static [Scenario];
     /// The parameters under a scenario with the `--param` overrides, resolved and checked.
     const PARAMS: Resolve<Self::Params>;
+    /// Checks of the strategy with the resolved parameters, before the window's seconds are
+    /// read (default: none).
+    fn check_params(
+        _strategy: &Self::Strategy,
+        _scenario: &Scenario,
+        _params: &Self::Params,
+    ) -> Result<(), BadInput> {
+        Ok(())
+    }
     /// Checks of the plan as a whole, beyond its parts (default: none).
     fn check(_plan: &Plan<Self::Strategy, Self::Params>) -> Result<(), BadInput> {
         Ok(())
     }
     /// Runs the plan, telling `on_event` of the run's moments; the exit code.
     fn run(plan: Plan<Self::Strategy, Self::Params>, on_event: &mut OnEvent) -> ExitCode;
+    /// `run`'s verb: [`Suite::run`] with each event printed as it comes ([`events::printer`];
+    /// `gate`: wait for stdin's line after `ready`). A suite whose `ready` names more
+    /// processes than this one (a server it starts) overrides it.
+    fn run_verb(plan: Plan<Self::Strategy, Self::Params>, gate: bool) -> ExitCode {
+        Self::run(plan, &mut events::printer(gate))
+    }
 }
 
 /// The binary `name` of suite `S`: parses the command line and runs its verb (`describe`,
 /// `run`, `check`), with the contract's exit codes.
 pub fn main<S: Suite>(name: &'static str, version: &'static str, about: &'static str) -> ExitCode {
-    let command = match parse(name, version, about) {
+    main_verbs::<S, Command>(name, version, about, |never| match never {})
+}
+
+/// [`main`] for a binary with verbs of its own: `V` lists them all, and `own` runs the
+/// suite's own.
+pub fn main_verbs<S: Suite, V: Verbs>(
+    name: &'static str,
+    version: &'static str,
+    about: &'static str,
+    own: impl FnOnce(V::Own) -> ExitCode,
+) -> ExitCode {
+    let command = match parse::<V>(name, version, about) {
         Ok(command) => command,
         Err(code) => return code,
     };
-    match command {
-        Command::Describe => {
+    match command.verb() {
+        Verb::Describe => {
             println!("{}", (S::DESCRIBE)());
             ExitCode::SUCCESS
         }
-        Command::Run(args) => match plan::<S>(&args) {
-            Ok(plan) => S::run(plan, &mut events::printer(args.gate)),
+        Verb::Run(args) => match plan::<S>(&args) {
+            Ok(plan) => S::run_verb(plan, args.gate),
             Err(e) => bad_input(&e),
         },
-        Command::Check(args) => match plan::<S>(&args) {
+        Verb::Check(args) => match plan::<S>(&args) {
             Ok(_) => ExitCode::SUCCESS,
             Err(e) => bad_input(&e),
         },
+        Verb::Own(verb) => own(verb),
     }
 }
 
@@ -125,10 +180,12 @@ pub fn main<S: Suite>(name: &'static str, version: &'static str, about: &'static
 fn plan<S: Suite>(args: &RunArgs) -> Result<Plan<S::Strategy, S::Params>, BadInput> {
     let strategy = (S::STRATEGY)(&args.strategy)?;
     let scenario = find_scenario(S::SCENARIOS, args.scenario.as_deref())?;
+    let params = (S::PARAMS)(Some(scenario), &args.params)?;
+    S::check_params(&strategy, scenario, &params)?;
     let plan = Plan {
         strategy,
         scenario,
-        params: (S::PARAMS)(Some(scenario), &args.params)?,
+        params,
         duration: args.duration()?,
         warmup: args.warmup()?,
     };
@@ -136,19 +193,10 @@ fn plan<S: Suite>(args: &RunArgs) -> Result<Plan<S::Strategy, S::Params>, BadInp
     Ok(plan)
 }
 
-/// Parses the command line of the binary `name` (`about` is its help line). Help and
-/// version are printed and become `Err(0)`; a usage error is one line and `Err(2)`.
-pub fn parse(
-    name: &'static str,
-    version: &'static str,
-    about: &'static str,
-) -> Result<Command, ExitCode> {
-    parse_verbs(name, version, about)
-}
-
-/// [`parse`] for a binary with verbs of its own: `V` lists them all (it may reuse
-/// [`RunArgs`]), in the order the missing-command error names them.
-pub fn parse_verbs<V: Subcommand>(
+/// Parses the command line of the binary `name` (`about` is its help line): `V` lists its
+/// verbs (it may reuse [`RunArgs`]), in the order the missing-command error names them. Help
+/// and version are printed and become `Err(0)`; a usage error is one line and `Err(2)`.
+fn parse<V: Subcommand>(
     name: &'static str,
     version: &'static str,
     about: &'static str,
@@ -237,6 +285,67 @@ mod tests {
         assert_eq!(
             verb_names(&Cli::<Command>::command()),
             "describe, run, check"
+        );
+    }
+
+    /// A suite that refuses the strategy `refused` once its parameters are resolved.
+    struct Refusing;
+
+    impl Suite for Refusing {
+        type Strategy = String;
+        type Params = Vec<String>;
+        const DESCRIBE: fn() -> Json = || Json::Null;
+        const STRATEGY: fn(&str) -> Result<String, BadInput> = |name| Ok(name.to_string());
+        const SCENARIOS: &'static [Scenario] = &[Scenario {
+            name: "only",
+            help: "the one scenario",
+            params: &[],
+        }];
+        const PARAMS: Resolve<Vec<String>> = |_, overrides| Ok(overrides.to_vec());
+
+        fn check_params(
+            strategy: &String,
+            scenario: &Scenario,
+            params: &Vec<String>,
+        ) -> Result<(), BadInput> {
+            match strategy.as_str() {
+                "refused" => Err(BadInput(format!(
+                    "refused under {} with {params:?}",
+                    scenario.name
+                ))),
+                _ => Ok(()),
+            }
+        }
+
+        fn run(_plan: Plan<String, Vec<String>>, _on_event: &mut OnEvent) -> ExitCode {
+            ExitCode::FAILURE
+        }
+    }
+
+    fn args(strategy: &str, duration_s: &str) -> RunArgs {
+        RunArgs {
+            strategy: strategy.to_string(),
+            scenario: None,
+            params: vec!["n=1".to_string()],
+            duration_s: duration_s.to_string(),
+            warmup_s: "0".to_string(),
+            gate: false,
+        }
+    }
+
+    #[test]
+    fn params_are_checked_before_the_seconds() {
+        let refused = plan::<Refusing>(&args("refused", "0")).err().unwrap();
+        assert_eq!(refused.0, r#"refused under only with ["n=1"]"#);
+        let bad_window = plan::<Refusing>(&args("fine", "0")).err().unwrap();
+        assert_eq!(
+            bad_window.0,
+            "bad value '0' for --duration-s (valid: seconds in (0, 86400])"
+        );
+        let fine = plan::<Refusing>(&args("fine", "1.5")).ok().unwrap();
+        assert_eq!(
+            (fine.strategy.as_str(), fine.scenario.name, fine.params),
+            ("fine", "only", vec!["n=1".to_string()])
         );
     }
 

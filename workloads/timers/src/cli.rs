@@ -5,12 +5,13 @@
 //! Exit codes: 0 = done, 2 = bad input (one line on stderr naming it and the valid choices),
 //! 1 = the run failed (the reason on stderr).
 
+use std::marker::PhantomData;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use suite_cli::cli::{self, bad_input, failed, RunArgs};
-use suite_cli::events;
+use serde_json::Value as Json;
+use suite_cli::cli::{self, bad_input, failed, Resolve, RunArgs, Suite, Verb, Verbs};
+use suite_cli::events::{self, OnEvent};
 use suite_cli::param_values::{BadInput, Scenario};
 
 use crate::client::{Bench, RunEvent};
@@ -82,6 +83,27 @@ impl Flavor {
     }
 }
 
+/// A build as a type, for [`Suite`]'s functions: its [`Flavor`].
+trait Build {
+    const FLAVOR: Flavor;
+}
+
+struct CurrentBuild;
+struct LegacyBuild;
+struct ShardedBuild;
+
+impl Build for CurrentBuild {
+    const FLAVOR: Flavor = Flavor::Current;
+}
+
+impl Build for LegacyBuild {
+    const FLAVOR: Flavor = Flavor::Legacy;
+}
+
+impl Build for ShardedBuild {
+    const FLAVOR: Flavor = Flavor::Sharded;
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Print the workload description (strategies, scenarios, parameters, metrics) as JSON.
@@ -109,47 +131,92 @@ struct ServeArgs {
     protocol: Protocol,
 }
 
+impl Verbs for Command {
+    type Own = ServeArgs;
+    fn verb(self) -> Verb<ServeArgs> {
+        match self {
+            Command::Describe => Verb::Describe,
+            Command::Check(args) => Verb::Check(args),
+            Command::Run(args) => Verb::Run(args),
+            Command::Serve(args) => Verb::Own(args),
+        }
+    }
+}
+
 /// A validated `run` request.
-struct Plan {
-    kind: StrategyKind,
-    scenario: &'static Scenario,
-    params: Params,
-    warmup: Duration,
-    duration: Duration,
+type Plan = cli::Plan<StrategyKind, Params>;
+
+/// The suite as built for `B`.
+struct Timers<B>(PhantomData<B>);
+
+impl<B: Build> Suite for Timers<B> {
+    type Strategy = StrategyKind;
+    type Params = Params;
+    const DESCRIBE: fn() -> Json = describe;
+    const STRATEGY: fn(&str) -> Result<StrategyKind, BadInput> = strategy::<B>;
+    const SCENARIOS: &'static [Scenario] = params::SCENARIOS;
+    const PARAMS: Resolve<Params> = params::resolve;
+
+    /// The scylla driver strategies' refusals.
+    #[cfg_attr(not(feature = "cql"), allow(unused_variables))]
+    fn check_params(
+        kind: &StrategyKind,
+        scenario: &Scenario,
+        params: &Params,
+    ) -> Result<(), BadInput> {
+        #[cfg(feature = "cql")]
+        if let Some(reason) = crate::strategy::scylla_driver::unsupported(*kind, scenario, params) {
+            return Err(BadInput(reason));
+        }
+        Ok(())
+    }
+
+    /// The `timer-ops` scenario: one process, no server.
+    fn run(plan: Plan, on_event: &mut OnEvent) -> ExitCode {
+        exit(execute_timer_ops(&plan, on_event))
+    }
+
+    /// Hands the run to the build that runs its strategy; the served scenarios' `ready`
+    /// names the server too.
+    fn run_verb(plan: Plan, gate: bool) -> ExitCode {
+        let runs_it = Flavor::running(plan.strategy);
+        if B::FLAVOR != runs_it {
+            return exec_older(runs_it, plan.strategy);
+        }
+        if plan.scenario.name == timer_ops::SCENARIO {
+            return Self::run(plan, &mut events::printer(gate));
+        }
+        exit(execute(&plan, gate))
+    }
 }
 
 /// Runs the command line of `flavor`.
 pub fn main(flavor: Flavor) -> ExitCode {
-    let command = match cli::parse_verbs(
-        flavor.bin(),
-        env!("CARGO_PKG_VERSION"),
-        "Timer strategies for request timeouts under a cql-stress-like load",
-    ) {
-        Ok(command) => command,
-        Err(code) => return code,
-    };
-    match command {
-        Command::Describe => {
-            println!("{}", describe());
-            ExitCode::SUCCESS
-        }
-        Command::Serve(args) => serve(args),
-        Command::Check(args) => match plan(flavor, &args) {
-            Ok(_) => ExitCode::SUCCESS,
-            Err(e) => bad_input(&e),
-        },
-        Command::Run(args) => run(flavor, args),
+    match flavor {
+        Flavor::Current => main_of::<CurrentBuild>(),
+        Flavor::Legacy => main_of::<LegacyBuild>(),
+        Flavor::Sharded => main_of::<ShardedBuild>(),
     }
 }
 
-fn plan(flavor: Flavor, args: &RunArgs) -> Result<Plan, BadInput> {
-    let kind = StrategyKind::from_name(&args.strategy).ok_or_else(|| {
+fn main_of<B: Build>() -> ExitCode {
+    cli::main_verbs::<Timers<B>, Command>(
+        B::FLAVOR.bin(),
+        env!("CARGO_PKG_VERSION"),
+        "Timer strategies for request timeouts under a cql-stress-like load",
+        serve,
+    )
+}
+
+/// The strategy named `name`, if this build runs it.
+fn strategy<B: Build>(name: &str) -> Result<StrategyKind, BadInput> {
+    let kind = StrategyKind::from_name(name).ok_or_else(|| {
         BadInput(format!(
-            "unknown strategy '{}' (valid: {})",
-            args.strategy,
+            "unknown strategy '{name}' (valid: {})",
             StrategyKind::names()
         ))
     })?;
+    let flavor = B::FLAVOR;
     if let Some(only) = flavor.only().filter(|&only| only != kind) {
         return Err(BadInput(format!(
             "{} runs only strategy '{}', not '{}' (valid: {}; run the others with timers-bench)",
@@ -159,31 +226,12 @@ fn plan(flavor: Flavor, args: &RunArgs) -> Result<Plan, BadInput> {
             only.name()
         )));
     }
-    let scenario = params::scenario(args.scenario.as_deref())?;
-    let params = params::resolve(Some(scenario), &args.params)?;
-    #[cfg(feature = "cql")]
-    if let Some(reason) = crate::strategy::scylla_driver::unsupported(kind, scenario, &params) {
-        return Err(BadInput(reason));
-    }
-    Ok(Plan {
-        kind,
-        scenario,
-        params,
-        duration: args.duration()?,
-        warmup: args.warmup()?,
-    })
+    Ok(kind)
 }
 
-fn run(flavor: Flavor, args: RunArgs) -> ExitCode {
-    let plan = match plan(flavor, &args) {
-        Ok(plan) => plan,
-        Err(e) => return bad_input(&e),
-    };
-    let runs_it = Flavor::running(plan.kind);
-    if flavor != runs_it {
-        return exec_older(runs_it, plan.kind);
-    }
-    match execute(&plan, args.gate) {
+/// A run's exit code: its correctness violations (on stderr) fail it, as does its error.
+fn exit(outcome: Result<Vec<String>, String>) -> ExitCode {
+    match outcome {
         Ok(violations) if violations.is_empty() => ExitCode::SUCCESS,
         Ok(violations) => {
             for v in &violations {
@@ -219,21 +267,32 @@ fn phase_event(event: RunEvent) {
     }
 }
 
-/// Runs the `timer-ops` scenario: one process, no server.
-fn execute_timer_ops(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
+/// Runs the `timer-ops` scenario, telling `on_event` of its moments.
+fn execute_timer_ops(plan: &Plan, on_event: &mut OnEvent) -> Result<Vec<String>, String> {
     let params = &plan.params;
-    let runtime = plan.kind.build_runtime(params.threads)?;
-    events::ready(&[std::process::id()], gate)?;
+    let runtime = plan.strategy.build_runtime(params.threads)?;
+    on_event(events::RunEvent::Ready)?;
+    // The window's moments come from inside the run; the first failure to tell one fails it.
+    let mut told = Ok(());
     let report = timer_ops::run(
         &runtime,
-        plan.kind,
+        plan.strategy,
         params,
         plan.warmup,
         plan.duration,
-        phase_event,
+        |event| {
+            let event = match event {
+                RunEvent::MeasureStart => events::RunEvent::MeasureStart,
+                RunEvent::MeasureEnd => events::RunEvent::MeasureEnd,
+            };
+            if told.is_ok() {
+                told = on_event(event);
+            }
+        },
     )?;
+    told?;
     events::result(
-        plan.kind.name(),
+        plan.strategy.name(),
         plan.scenario.name,
         params.values(),
         report.metrics_json(),
@@ -241,17 +300,15 @@ fn execute_timer_ops(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
     Ok(report.violations())
 }
 
-/// Runs a validated plan; returns the correctness violations (empty = sound).
+/// Runs a validated plan against a server; returns the correctness violations (empty =
+/// sound).
 fn execute(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
-    if plan.scenario.name == timer_ops::SCENARIO {
-        return execute_timer_ops(plan, gate);
-    }
     let params = &plan.params;
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
     #[cfg(feature = "cql")]
-    if plan.kind.is_driver() {
+    if plan.strategy.is_driver() {
         return crate::strategy::scylla_driver::execute(
-            plan.kind,
+            plan.strategy,
             plan.scenario.name,
             params,
             (plan.warmup, plan.duration),
@@ -261,14 +318,14 @@ fn execute(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
     }
     // Spawned from the main thread, which lives as long as the process (see spawn).
     let server = ServerProcess::spawn(&exe, &server_args(params))?;
-    let runtime = plan.kind.build_runtime(params.threads)?;
+    let runtime = plan.strategy.build_runtime(params.threads)?;
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], server.port()));
-    let mut bench = runtime.block_on(Bench::connect(plan.kind, params, addr, None))?;
+    let mut bench = runtime.block_on(Bench::connect(plan.strategy, params, addr, None))?;
     bench.measure_server_cpu(server.pid());
     events::ready(&[std::process::id(), server.pid()], gate)?;
     let report = runtime.block_on(bench.run(plan.warmup, plan.duration, phase_event))?;
     events::result(
-        plan.kind.name(),
+        plan.strategy.name(),
         plan.scenario.name,
         params.values(),
         report.metrics_json(),
@@ -277,7 +334,10 @@ fn execute(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
     drop(runtime);
     drop(bench);
     drop(server);
-    if plan.kind.has_timeout() && params.slow_fraction > 0.0 && params.timeout < params.slow_delay {
+    if plan.strategy.has_timeout()
+        && params.slow_fraction > 0.0
+        && params.timeout < params.slow_delay
+    {
         let s = &report.stats;
         if s.timeouts != report.server_slow {
             eprintln!(
