@@ -334,19 +334,7 @@ fn execute(plan: &Plan, gate: bool) -> Result<Vec<String>, String> {
     drop(runtime);
     drop(bench);
     drop(server);
-    if plan.strategy.has_timeout()
-        && params.slow_fraction > 0.0
-        && params.timeout < params.slow_delay
-    {
-        let s = &report.stats;
-        if s.timeouts != report.server_slow {
-            eprintln!(
-                "note: {} requests timed out but the server made {} slow: requests other than \
-                 the slow ones took longer than timeout_ms (overload), or slow ones beat it",
-                s.timeouts, report.server_slow
-            );
-        }
-    }
+    report.note_timeouts_beyond_slow(params.slow_tail_expected(plan.strategy));
     Ok(report.violations())
 }
 

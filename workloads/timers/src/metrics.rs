@@ -279,6 +279,20 @@ impl Report {
         out
     }
 
+    /// Says on stderr when a run that should time out exactly the slow requests
+    /// (`slow_tail_expected`: a timeout, slow requests, a timeout shorter than their delay)
+    /// timed out others too, or fewer: overload, not a violation.
+    pub fn note_timeouts_beyond_slow(&self, slow_tail_expected: bool) {
+        let s = &self.stats;
+        if slow_tail_expected && s.timeouts != self.server_slow {
+            eprintln!(
+                "note: {} requests timed out but the server made {} slow: requests other than \
+                 the slow ones took longer than timeout_ms (overload), or slow ones beat it",
+                s.timeouts, self.server_slow
+            );
+        }
+    }
+
     /// Correctness violations of the run, one line each (empty when it is sound).
     pub fn violations(&self) -> Vec<String> {
         let s = &self.stats;

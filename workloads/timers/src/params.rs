@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::strategy::StrategyKind;
+
 use suite_cli::param_values::{
     choice, find_scenario, float, int, resolve_values, BadInput, Kind, ParamSpec, Scenario, Value,
 };
@@ -147,6 +149,12 @@ pub fn resolve(scenario: Option<&Scenario>, overrides: &[String]) -> Result<Para
 }
 
 impl Params {
+    /// Whether exactly the slow requests should time out under `strategy`: it has a timeout,
+    /// some requests are slow, and the timeout is shorter than their delay.
+    pub fn slow_tail_expected(&self, strategy: StrategyKind) -> bool {
+        strategy.has_timeout() && self.slow_fraction > 0.0 && self.timeout < self.slow_delay
+    }
+
     fn from_values(mut values: Vec<(&'static str, Value)>) -> Params {
         let int = |name: &str| u64::try_from(int(&values, name)).expect("int params have min >= 0");
         let float = |name: &str| float(&values, name);

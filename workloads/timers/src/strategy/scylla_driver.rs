@@ -133,16 +133,7 @@ pub fn execute(
     if let Some(note) = note {
         eprintln!("note: {note}");
     }
-    if kind.has_timeout() && params.slow_fraction > 0.0 && params.timeout < params.slow_delay {
-        let s = &report.stats;
-        if s.timeouts != report.server_slow {
-            eprintln!(
-                "note: {} requests timed out but the server made {} slow: requests other than \
-                 the slow ones took longer than timeout_ms (overload), or slow ones beat it",
-                s.timeouts, report.server_slow
-            );
-        }
-    }
+    report.note_timeouts_beyond_slow(params.slow_tail_expected(kind));
     Ok(report.violations())
 }
 
