@@ -32,7 +32,7 @@ const BATCH_REPLIES: usize = 512;
 /// A write buffer this full goes out even if more answers are queued.
 const FLUSH_BYTES: usize = 256 << 10;
 /// Initial size of a connection's read buffer.
-const READ_BUFFER: usize = 64 << 10;
+pub(crate) const READ_BUFFER: usize = 64 << 10;
 /// Longest exponential service time, in means.
 const EXP_CAP: f64 = 10.0;
 
@@ -249,11 +249,9 @@ async fn read_requests(
     }
 }
 
-async fn write_replies(mut wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Reply>) {
-    let mut batch = Vec::with_capacity(BATCH_REPLIES);
-    let mut out = Vec::with_capacity(FLUSH_BYTES);
+async fn write_replies(wr: OwnedWriteHalf, rx: mpsc::UnboundedReceiver<Reply>) {
     let mut value = Vec::new();
-    let mut encode = |reply: Reply, out: &mut Vec<u8>| match reply.kind {
+    let encode = move |reply: Reply, out: &mut Vec<u8>| match reply.kind {
         ReplyKind::Done => protocol::encode_response(out, reply.stream, protocol::OP_DONE, &[]),
         ReplyKind::Value(len) => {
             let len = len as usize;
@@ -272,6 +270,18 @@ async fn write_replies(mut wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<R
             protocol::encode_response(out, reply.stream, protocol::OP_ERROR, message.as_bytes())
         }
     };
+    write_batched(wr, rx, encode).await;
+}
+
+/// A connection's writer (ours and the CQL mode's): answers taken off the queue in batches,
+/// encoded into one buffer, written when the queue is drained or the buffer is full.
+pub(crate) async fn write_batched<R>(
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<R>,
+    mut encode: impl FnMut(R, &mut Vec<u8>),
+) {
+    let mut batch = Vec::with_capacity(BATCH_REPLIES);
+    let mut out = Vec::with_capacity(FLUSH_BYTES);
     loop {
         if rx.recv_many(&mut batch, BATCH_REPLIES).await == 0 {
             return;

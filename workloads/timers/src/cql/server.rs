@@ -25,13 +25,13 @@ use scylla_cql::frame::request::{DeserializableRequest, Query, RequestOpcode, St
 use scylla_cql::frame::response::ResponseOpcode;
 use scylla_cql::frame::types::{self, RawValue};
 use scylla_cql::serialize::row::SerializedValues;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 use super::{CLUSTER_NAME, DATA_CENTER, HOST_ID, INSERT, PARTITIONER, RACK, STATS};
-use crate::server::ServerConfig;
+use crate::server::{write_batched, ServerConfig, READ_BUFFER};
 
 /// CQL v4 frame header: version, flags, stream (i16), opcode, body length (u32).
 const HEADER_LEN: usize = 9;
@@ -52,11 +52,6 @@ const RESULT_PREPARED: i32 = 0x0004;
 /// Metadata flags.
 const META_GLOBAL_TABLE_SPEC: i32 = 0x0001;
 const META_NO_METADATA: i32 = 0x0004;
-/// Answers taken off the queue per wake-up of a writer, and the buffer that goes out even
-/// if more are queued (as in [`crate::server`]).
-const BATCH_REPLIES: usize = 512;
-const FLUSH_BYTES: usize = 256 << 10;
-const READ_BUFFER: usize = 64 << 10;
 
 /// Measured requests over all connections.
 #[derive(Default)]
@@ -545,33 +540,14 @@ impl Conn {
     }
 }
 
-async fn write_replies(mut wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Reply>) {
-    let mut batch = Vec::with_capacity(BATCH_REPLIES);
-    let mut out = Vec::with_capacity(FLUSH_BYTES);
-    let encode = |reply: Reply, out: &mut Vec<u8>| match reply {
+async fn write_replies(wr: OwnedWriteHalf, rx: mpsc::UnboundedReceiver<Reply>) {
+    write_batched(wr, rx, |reply: Reply, out: &mut Vec<u8>| match reply {
         Reply::Void(stream) => frame(out, stream, ResponseOpcode::Result, |b| {
             types::write_int(RESULT_VOID, b)
         }),
         Reply::Frame(bytes) => out.extend_from_slice(&bytes),
-    };
-    loop {
-        if rx.recv_many(&mut batch, BATCH_REPLIES).await == 0 {
-            return;
-        }
-        for reply in batch.drain(..) {
-            encode(reply, &mut out);
-        }
-        while out.len() < FLUSH_BYTES {
-            match rx.try_recv() {
-                Ok(reply) => encode(reply, &mut out),
-                Err(_) => break,
-            }
-        }
-        if wr.write_all(&out).await.is_err() {
-            return;
-        }
-        out.clear();
-    }
+    })
+    .await;
 }
 
 #[cfg(test)]
