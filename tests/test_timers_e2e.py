@@ -25,6 +25,27 @@ def timers_env(harness_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     return {**harness_env, "HARNESS_WORKLOADS": str(WORKLOADS)}
 
 
+def short_run(repeats: int) -> list[str]:
+    """64 requests in flight, 1 s windows after a 0.3 s warm-up: the tests' short repeats."""
+    return [
+        "--param",
+        "concurrency=64",
+        "--duration-s",
+        "1",
+        "--warmup-s",
+        "0.3",
+        "--repeat",
+        str(repeats),
+    ]
+
+
+# The slow-tail scenario's 100 ms timeout against 300 ms answers, widened as the in-process
+# tests do (workloads/timers/tests/common): a normal answer has 300 ms to beat the timeout, a
+# slow one comes 900 ms after it, so on a loaded machine exactly the slow requests still time
+# out.
+WIDENED_SLOW_TAIL = ["--param", "timeout_ms=300", "--param", "slow_delay_ms=1200"]
+
+
 def run_timers(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     done = run_harness(["run", "timers", *args, "--json"], env, timeout=180)
     assert done.returncode == 0, done.stderr
@@ -39,14 +60,7 @@ def test_three_strategies_complete_and_every_request_is_accounted_for(
         [
             "--strategies",
             "none,tokio-timeout,deadline-tracker",
-            "--param",
-            "concurrency=64",
-            "--duration-s",
-            "1",
-            "--warmup-s",
-            "0.3",
-            "--repeat",
-            "2",
+            *short_run(2),
         ],
         timers_env,
     )
@@ -81,22 +95,8 @@ def test_slow_tail_requests_time_out_on_the_hashed_wheel(timers_env: dict[str, s
             "hashed-wheel",
             "--param",
             "tick_ms=10",
-            # The scenario's 100 ms timeout against 300 ms answers, widened as the in-process
-            # tests do (workloads/timers/tests/common): a normal answer has 300 ms to beat the
-            # timeout, a slow one comes 900 ms after it, so on a loaded machine exactly the
-            # slow requests still time out.
-            "--param",
-            "timeout_ms=300",
-            "--param",
-            "slow_delay_ms=1200",
-            "--param",
-            "concurrency=64",
-            "--duration-s",
-            "1",
-            "--warmup-s",
-            "0.3",
-            "--repeat",
-            "2",
+            *WIDENED_SLOW_TAIL,
+            *short_run(2),
         ],
         timers_env,
     )

@@ -6,7 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_timers_e2e import run_timers, timers_env  # noqa: F401 (the fixture)
+from test_timers_e2e import (  # noqa: F401 (the fixture)
+    WIDENED_SLOW_TAIL,
+    run_timers,
+    short_run,
+    timers_env,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -27,14 +32,7 @@ def test_the_driver_strategies_run_beside_none_with_exact_accounting(
         [
             "--strategies",
             ",".join(("none", *DRIVER)),
-            "--param",
-            "concurrency=64",
-            "--duration-s",
-            "1",
-            "--warmup-s",
-            "0.3",
-            "--repeat",
-            "1",
+            *short_run(1),
         ],
         timers_env,
     )
@@ -70,20 +68,8 @@ def test_slow_tail_times_out_exactly_the_delayed_writes_with_the_driver(
             "slow-tail",
             "--strategies",
             ",".join(DRIVER),
-            # Widened as test_timers_e2e's hashed-wheel case: a normal answer has 300 ms to
-            # beat the timeout, a slow one comes 900 ms after it.
-            "--param",
-            "timeout_ms=300",
-            "--param",
-            "slow_delay_ms=1200",
-            "--param",
-            "concurrency=64",
-            "--duration-s",
-            "1",
-            "--warmup-s",
-            "0.3",
-            "--repeat",
-            "1",
+            *WIDENED_SLOW_TAIL,  # as test_timers_e2e's hashed-wheel case
+            *short_run(1),
         ],
         timers_env,
     )
