@@ -523,17 +523,25 @@ mod tests {
                 StrategyKind::DeadlineTracker => {
                     assert_eq!(timer(&r, "registered"), s.issued);
                     assert_eq!(timer(&r, "cancelled"), s.ok);
-                    // The trackers' own counts are read at the window's edges, where each
-                    // of the 8 waiters has at most one op that started on the other side.
-                    for name in ["inserted", "removed"] {
-                        let n = timer(&r, name);
-                        assert!(
-                            n.abs_diff(s.issued) <= 8,
-                            "{name} {n} vs issued {}",
-                            s.issued
-                        );
-                    }
-                    assert_eq!(timer(&r, "expired"), 0);
+                    // The trackers' counts are read beside the phase switch, not with it:
+                    // ops a waiter starts between the first reading and the switch are
+                    // inserted in the window but not measured (as many as that gap lets run:
+                    // 27 over issued in one CI run), and a measured op may insert after the
+                    // last reading (one a waiter). So every measured op is inserted, to one a
+                    // waiter, and the trackers' books balance: what went in came out, to the
+                    // one deadline each of the 8 waiters may hold at either edge.
+                    let (inserted, removed) = (timer(&r, "inserted"), timer(&r, "removed"));
+                    let expired = timer(&r, "expired");
+                    assert!(
+                        inserted + 8 >= s.issued,
+                        "inserted {inserted} vs issued {}",
+                        s.issued
+                    );
+                    assert!(
+                        inserted.abs_diff(removed + expired) <= 8,
+                        "inserted {inserted} vs removed {removed} + expired {expired}"
+                    );
+                    assert_eq!(expired, 0);
                 }
                 _ => {}
             }
