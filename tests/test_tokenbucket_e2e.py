@@ -56,14 +56,20 @@ def test_every_strategy_runs_with_a_schema_valid_run_json_and_plots(
         fairness = repeat["shard_fairness"]
         assert max(shards) > 0
         assert fairness == pytest.approx(min(shards) / max(shards))
+        cpu = repeat["shard_cpu_shares"]
+        assert len(cpu) == 2 and all(0 < c <= 1.05 for c in cpu), cpu
+        assert repeat["shard_cpu_share"] == pytest.approx(sum(cpu) / 2)
         if cell["strategy"] == "pure":
             # Both shard threads are always runnable (the hog spins, the worker sleeps only
-            # microseconds), so the kernel gives them equal CPU shares however busy the
-            # machine, and the pure bucket serves grabs in FIFO order: equal shards get
-            # about equal tokens. (capped-release's shares depend on the release dynamics:
-            # seastar #1724 saw them very unequal; flow-monitor charges by a per-shard
-            # ratio.)
-            assert fairness >= 0.5, shards
+            # microseconds) and the pure bucket serves grabs in FIFO order, so a shard's
+            # tokens follow the CPU it got: per CPU-second the shards are about equal. Over
+            # 0.5 s on a busy machine the kernel need not give them equal CPU (once 138k
+            # against 311k tokens, with the shards on a CPU 59% of the window on average).
+            # capped-release's shares depend on the release
+            # dynamics (seastar #1724 saw them very unequal); flow-monitor charges by a
+            # per-shard ratio.
+            per_cpu = [t / c for t, c in zip(shards, cpu, strict=True)]
+            assert min(per_cpu) / max(per_cpu) >= 0.5, (shards, cpu)
         assert repeat["tokens_per_sec"] == pytest.approx(sum(shards) / repeat["measured_s"])
         assert repeat["rate_ratio"] == pytest.approx(repeat["tokens_per_sec"] / 1_000_000)
         # Bounded by construction: the bucket holds at most limit (500) tokens and a

@@ -121,6 +121,12 @@ impl Report {
             "shard_cpu_share".into(),
             json!(self.shard_cpu.iter().map(|s| s.0).sum::<f64>() / n),
         );
+        // Per shard as well: two always-runnable shards need not get equal CPU over a short
+        // window on a busy machine, and a shard's tokens follow its CPU.
+        m.insert(
+            "shard_cpu_shares".into(),
+            json!(self.shard_cpu.iter().map(|s| s.0).collect::<Vec<f64>>()),
+        );
         m.insert(
             "shard_runq_share".into(),
             json!(self.shard_cpu.iter().map(|s| s.1).sum::<f64>() / n),
