@@ -11,6 +11,16 @@ pub enum Direction {
     Write,
 }
 
+/// When started requests reach the kernel (io_uring; psync enters each request anyway).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Submit {
+    /// Every request a poll dispatched, in one entry at the poll's end (seastar's
+    /// `kernel_submit_work`, once a reactor poll).
+    Poll,
+    /// Each request as it is dispatched (fio's default, `iodepth_batch_submit=1`).
+    Each,
+}
+
 /// A request on slot `slot`'s buffer, at `offset` of the file, of the buffer's length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request {

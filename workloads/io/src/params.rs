@@ -10,6 +10,8 @@ use suite_cli::param_values::{
 use token_bucket::reactor::seastar_idle_poll_us;
 use token_bucket::BucketStrategy;
 
+use crate::engine::Submit;
+
 /// How dispatch is metered: not at all (the baseline), or by one of the bucket strategies
 /// of the tokenbucket suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,6 +180,8 @@ pub fn specs() -> Vec<ParamSpec> {
             "folder of the scratch file; \"\" = <results>/scratch/ (read by the harness)"),
         spec("idle_poll_us", int(0, 1_000_000), Value::Int(seastar_idle_poll_us() as i64),
             "a shard polls for completions (and its timers) this long without work before it waits in the kernel (seastar --idle-poll-time-us; default reactor::calculate_poll_time: 2000 if /sys/hypervisor/type exists, else 200)"),
+        spec("submit", Kind::Choice(&["poll", "each"]), Value::Choice("poll"),
+            "io_uring: when dispatched requests reach the kernel: poll = all of a poll's in one io_uring_enter at its end (seastar's kernel_submit_work), each = every request as it is dispatched (fio's default iodepth_batch_submit=1); psync enters every request anyway"),
         spec("pin", Kind::Choice(&["auto", "off"]), Value::Choice("auto"),
             "auto: pin shard i to the i-th allowed CPU when there are at least as many CPUs as shards (as seastar pins reactors); off: let the kernel place them"),
         spec("seed", int(0, (1 << 53) - 1), Value::Int(1),
@@ -207,6 +211,7 @@ pub struct Params {
     pub hog_rest: Duration,
     pub file_size: u64,
     pub idle_poll: Duration,
+    pub submit: Submit,
     pub pin: bool,
     pub seed: u64,
     values: Vec<(&'static str, Value)>,
@@ -271,6 +276,11 @@ impl Params {
             hog_rest: us("hog_rest_us"),
             file_size,
             idle_poll: us("idle_poll_us"),
+            submit: if choice(&values, "submit") == "each" {
+                Submit::Each
+            } else {
+                Submit::Poll
+            },
             pin: choice(&values, "pin") == "auto",
             seed: int("seed"),
             values: values.clone(),

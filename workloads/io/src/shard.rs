@@ -14,7 +14,7 @@ use token_bucket::{Rovers, SharedTokenBucket};
 
 use crate::bucket_meter::BucketMeter;
 use crate::dispatcher::{DispatchConfig, Dispatcher, ShardOutcome};
-use crate::engine::{Direction, Engine};
+use crate::engine::{Direction, Engine, Submit};
 use crate::offsets::Offsets;
 use crate::open_loop::Schedule;
 use crate::params::{IoEngine, Params, Strategy};
@@ -27,11 +27,12 @@ pub fn make_engine(
     file: Arc<File>,
     slots: usize,
     reqsize: usize,
+    submit: Submit,
     name: &str,
 ) -> Result<Box<dyn Engine>, String> {
     Ok(match kind {
         IoEngine::Psync => Box::new(PsyncEngine::new(file, slots, reqsize, name)?),
-        IoEngine::IoUring => Box::new(UringEngine::new(file, slots, reqsize)?),
+        IoEngine::IoUring => Box::new(UringEngine::new(file, slots, reqsize, submit)?),
     })
 }
 
@@ -51,7 +52,14 @@ impl<R: Rovers + 'static> ShardSpawn<R> {
         let p = &self.params;
         let pinned = shard.settle();
         let name = format!("shard-{}", shard.index);
-        let engine = make_engine(p.engine, self.file.clone(), p.parallelism, p.reqsize, &name);
+        let engine = make_engine(
+            p.engine,
+            self.file.clone(),
+            p.parallelism,
+            p.reqsize,
+            p.submit,
+            &name,
+        );
         let engine = match engine {
             Ok(engine) => {
                 let _ = self.ready.send(Ok(()));

@@ -1,5 +1,6 @@
 //! The io_uring engine: one ring per shard (the `io-uring` crate), a request per slot in it,
-//! submitted in one `io_uring_enter` per dispatch round; a bounded wait for a completion uses
+//! submitted in one `io_uring_enter` per dispatch round (or each as it is dispatched, with
+//! `submit=each`, as fio does); a bounded wait for a completion uses
 //! the kernel's timeout argument (IORING_FEAT_EXT_ARG).
 //!
 //! The ring is set up as fio's io_uring engine sets up its own (`fio_ioring_queue_init`):
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use io_uring::{opcode, types, IoUring};
 
-use crate::engine::{AlignedBuf, Completion, Direction, Engine, Request};
+use crate::engine::{AlignedBuf, Completion, Direction, Engine, Request, Submit};
 
 /// Why io_uring cannot be used here, or `None` when a ring can be set up.
 pub fn unavailable() -> Option<String> {
@@ -34,10 +35,16 @@ pub struct UringEngine {
     buffers: Vec<AlignedBuf>,
     unsubmitted: usize,
     in_flight: usize,
+    submit: Submit,
 }
 
 impl UringEngine {
-    pub fn new(file: Arc<File>, slots: usize, reqsize: usize) -> Result<Self, String> {
+    pub fn new(
+        file: Arc<File>,
+        slots: usize,
+        reqsize: usize,
+        submit: Submit,
+    ) -> Result<Self, String> {
         let entries = (slots as u32).next_power_of_two().max(2);
         let build = |deferred: bool, coop: bool| {
             let mut b = IoUring::builder();
@@ -60,6 +67,7 @@ impl UringEngine {
             buffers: (0..slots).map(|_| AlignedBuf::new(reqsize)).collect(),
             unsubmitted: 0,
             in_flight: 0,
+            submit,
         })
     }
 }
@@ -88,6 +96,9 @@ impl Engine for UringEngine {
         }
         self.unsubmitted += 1;
         self.in_flight += 1;
+        if self.submit == Submit::Each {
+            self.flush_with_events()?;
+        }
         Ok(())
     }
 
@@ -130,6 +141,11 @@ impl UringEngine {
     /// (SINGLE_ISSUER + DEFER_TASKRUN, set together), as fio's on this kernel.
     pub fn deferred(&self) -> bool {
         self.ring.params().is_setup_single_issuer()
+    }
+
+    /// Requests started and not yet handed to the kernel.
+    pub fn unsubmitted(&self) -> usize {
+        self.unsubmitted
     }
 
     /// Submits what is queued; the crate adds GETEVENTS when completions wait in the kernel.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{need, ScratchFile};
-use io_bench::engine::{fill_pattern, Completion, Direction, Engine, Request};
+use io_bench::engine::{fill_pattern, Completion, Direction, Engine, Request, Submit};
 use io_bench::params::IoEngine;
 use io_bench::shard::make_engine;
 use io_bench::uring_engine;
@@ -51,12 +51,12 @@ fn open(scratch: &ScratchFile, direct: bool) -> Option<Arc<File>> {
     }
 }
 
-fn roundtrip(kind: IoEngine, direct: bool) {
+fn roundtrip(kind: IoEngine, submit: Submit, direct: bool) {
     let scratch = ScratchFile::new("roundtrip", 1 << 20);
     let Some(file) = open(&scratch, direct) else {
         return;
     };
-    let mut engine = make_engine(kind, file, SLOTS, REQSIZE, "test").unwrap();
+    let mut engine = make_engine(kind, file, SLOTS, REQSIZE, submit, "test").unwrap();
     let offsets = [
         0u64,
         3 * REQSIZE as u64,
@@ -118,8 +118,8 @@ fn uring_here() -> bool {
 
 #[test]
 fn psync_reads_back_what_it_wrote() {
-    roundtrip(IoEngine::Psync, false);
-    roundtrip(IoEngine::Psync, true);
+    roundtrip(IoEngine::Psync, Submit::Poll, false);
+    roundtrip(IoEngine::Psync, Submit::Poll, true);
 }
 
 #[test]
@@ -127,8 +127,42 @@ fn io_uring_reads_back_what_it_wrote() {
     if !uring_here() {
         return;
     }
-    roundtrip(IoEngine::IoUring, false);
-    roundtrip(IoEngine::IoUring, true);
+    for submit in [Submit::Poll, Submit::Each] {
+        roundtrip(IoEngine::IoUring, submit, false);
+        roundtrip(IoEngine::IoUring, submit, true);
+    }
+}
+
+/// `submit=each` hands every request to the kernel as it is started (fio's default), where
+/// `poll` keeps them in the ring until the dispatcher's flush at the end of its poll.
+#[test]
+fn io_uring_submit_each_enters_every_request_at_once() {
+    if !uring_here() {
+        return;
+    }
+    let scratch = ScratchFile::new("submit-each", 1 << 20);
+    for (submit, held) in [(Submit::Poll, SLOTS), (Submit::Each, 0)] {
+        let Some(file) = open(&scratch, false) else {
+            return;
+        };
+        let mut engine = uring_engine::UringEngine::new(file, SLOTS, REQSIZE, submit).unwrap();
+        for slot in 0..SLOTS {
+            let offset = (slot * REQSIZE) as u64;
+            let direction = Direction::Read;
+            engine
+                .submit(Request {
+                    slot,
+                    direction,
+                    offset,
+                })
+                .unwrap();
+        }
+        assert_eq!(engine.unsubmitted(), held, "{submit:?}");
+        engine.flush().unwrap();
+        assert_eq!(engine.unsubmitted(), 0);
+        let done = wait_all(&mut engine, SLOTS);
+        assert!(done.iter().all(|c| c.result == Ok(REQSIZE)), "{done:?}");
+    }
 }
 
 /// The ring is set up as fio's (completions deferred to the shard's own entries) wherever the
@@ -152,7 +186,7 @@ fn io_uring_is_set_up_as_fios_and_a_polling_shard_gets_its_completions() {
     let Some(file) = open(&scratch, true) else {
         return;
     };
-    let mut engine = uring_engine::UringEngine::new(file, SLOTS, REQSIZE).unwrap();
+    let mut engine = uring_engine::UringEngine::new(file, SLOTS, REQSIZE, Submit::Poll).unwrap();
     assert_eq!(engine.deferred(), takes_it);
     for slot in 0..SLOTS {
         let offset = (slot * REQSIZE) as u64;
