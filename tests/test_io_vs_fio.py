@@ -1,6 +1,8 @@
-"""scripts/io-vs-fio compares the dispatcher with fio waiting as fio does: by default io-bench
-gets `idle_poll_us=0` (it waits for completions in io_uring_enter, where seastar's default
-busy-polls first), and an empty IO_PARAMS runs seastar's defaults; stderr says which."""
+"""scripts/io-vs-fio compares the dispatcher with fio on fio's job: by default io-bench gets
+`idle_poll_us=0 submit=each` (it waits for completions in io_uring_enter and enters each
+request as it is dispatched, as fio does, where seastar's defaults busy-poll first and enter a
+poll's requests together), and an empty IO_PARAMS runs seastar's defaults; stderr says
+which."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ IO_BENCH = REPO_ROOT / "workloads" / "target" / "release" / "io-bench"
 @pytest.mark.parametrize(
     ("io_params", "named"),
     [
-        (None, "idle_poll_us=0"),
+        (None, "idle_poll_us=0 submit=each"),
         ("", "none (seastar's defaults)"),
         ("idle_poll_us=200 seed=3", "idle_poll_us=200 seed=3"),
     ],
