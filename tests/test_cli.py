@@ -309,6 +309,15 @@ def test_a_version_1_workload_without_check_runs(harness_env: dict[str, str]) ->
     assert not any(c["failures"] for c in doc["cells"])
 
 
+def test_strategies_given_again_add_up_rather_than_replace(harness_env: dict[str, str]) -> None:
+    # Given three times, the strategies are those of all three, once each (as --param is).
+    args = ["run", str(TALLY), "--strategies", "careful", "--strategies", "careful"]
+    args += ["--strategies", "quick"]
+    done = run_harness([*args, "--repeat", "1", *WINDOW], harness_env)
+    assert done.returncode == 0, done.stderr
+    assert sorted(c["strategy"] for c in only_run(harness_env)["cells"]) == ["careful", "quick"]
+
+
 def test_a_version_1_workload_s_own_bad_input_stops_the_run_at_its_first_repeat(
     harness_env: dict[str, str],
 ) -> None:

@@ -86,18 +86,20 @@ def _add_cell_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--strategies",
         type=names,
+        action="extend",
         metavar="A,B",
         help=(
-            "comma-separated strategies (default: those of suite.toml [bench], "
-            "else all the suite's strategies)"
+            "comma-separated strategies, or the option again (default: those of suite.toml "
+            "[bench], else all the suite's strategies)"
         ),
     )
     p.add_argument(
         "--scenario",
         type=names,
+        action="extend",
         metavar="A,B",
-        help="scenario, or comma-separated scenarios, each a table of its own "
-        "(default: the scenarios of suite.toml [bench], else the suite's default)",
+        help="scenario, or comma-separated scenarios (or the option again), each a table of "
+        "its own (default: the scenarios of suite.toml [bench], else the suite's default)",
     )
     p.add_argument(
         "--baseline",
