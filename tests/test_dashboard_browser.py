@@ -35,15 +35,16 @@ def write_night(
     levels: dict[tuple[str, int], float],
     rng: np.random.Generator,
     hostname: str,
+    spread: float = 0.01,
 ) -> Path:
     """Night `night` of suite timers: 5 repeats of ops_per_sec around each cell's level and
-    latency_ns.p50 at 5e5 / level, 1% noise; a report and a flame graph per cell."""
+    latency_ns.p50 at 5e5 / level, `spread` noise (1%); a report and a flame graph per cell."""
     cells = []
     for (strategy, concurrency), level in levels.items():
         repeats = [
             {
-                "ops_per_sec": level * (1 + 0.01 * rng.standard_normal()),
-                "latency_ns": {"p50": 5e5 / level * (1 + 0.01 * rng.standard_normal())},
+                "ops_per_sec": level * (1 + spread * rng.standard_normal()),
+                "latency_ns": {"p50": 5e5 / level * (1 + spread * rng.standard_normal())},
             }
             for _ in range(5)
         ]
@@ -77,10 +78,13 @@ def write_night(
     return folder
 
 
-def built(root: Path, nights: int, levels: Any, hostname: str = "box") -> Path:
+def built(
+    root: Path, nights: int, levels: Any, hostname: str = "box", spread: float = 0.01
+) -> Path:
     rng = np.random.default_rng(3)
     dirs = [
-        write_night(root / "runs", night, levels(night), rng, hostname) for night in range(nights)
+        write_night(root / "runs", night, levels(night), rng, hostname, spread)
+        for night in range(nights)
     ]
     url = f"sqlite:///{root / 'h.sqlite'}"
     assert cli.main(["history", "import", "--db", url, *map(str, dirs)]) == 0
@@ -218,6 +222,27 @@ def test_the_suite_grid_is_coloured_by_change_and_by_baseline(driver: Any, site:
     ratio = float(evil["text"].split("\n")[2].removesuffix("\N{MULTIPLICATION SIGN} baseline"))
     assert 1.6 < ratio < 1.8, evil  # 1700 / 1000, each with 1% noise
     assert cells["none (baseline)|steady concurrency=256"]["tone"] == "same"
+
+
+def test_a_change_the_runs_intervals_do_not_support_is_not_coloured(
+    driver: Any, tmp_path: Path
+) -> None:
+    # Two nights with 25% spread between repeats (fixed seed): the level drops 10%, and the
+    # medians move past the 1% floor two runs give the series but stay inside each other's
+    # intervals (uncoloured; before, "better"). A 40% drop is past both.
+    def levels(night: int) -> dict[tuple[str, int], float]:
+        drop = {64: 0.9, 256: 0.6} if night == 1 else {64: 1.0, 256: 1.0}
+        return {("none", c): 1000.0 * drop[c] for c in (64, 256)}
+
+    site = built(tmp_path, 2, levels, spread=0.25)
+    navigate(driver, (site / "suite-1.html").as_uri())
+    wait_for(driver, "return document.body.dataset.rendered", "the grid")
+    cells = grid_cells(driver)
+    noisy = cells["none (baseline)|steady concurrency=64"]
+    assert "since previous" in noisy["text"] and noisy["text"].split("\n")[1] != "+0.0%", noisy
+    assert noisy["tone"] == "same" and noisy["background"] == "rgba(0, 0, 0, 0)", noisy
+    assert cells["none (baseline)|steady concurrency=256"]["tone"] == "worse"
+    assert console_errors(driver) == []
 
 
 def test_the_metric_selector_and_a_filter(driver: Any, site: Path) -> None:

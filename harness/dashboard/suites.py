@@ -52,6 +52,7 @@ class SuitePages:
                 continue
             params = json.dumps(s.params, sort_keys=True)
             base = by_cell.get((base_name, s.scenario, params, s.metric))
+            base_point = base.points[-1] if base is not None and base.points else None
             medians = np.array([pt[1] for pt in s.points])
             cells.append(
                 {
@@ -61,8 +62,11 @@ class SuitePages:
                     "metric": s.metric,
                     "latest": s.points[-1][1],
                     "previous": s.points[-2][1] if len(s.points) > 1 else None,
-                    "base": base.points[-1][1] if base is not None and base.points else None,
-                    # The run-to-run noise the detection judges this series by.
+                    "previous_within": len(s.points) > 1 and _within(s.points[-1], s.points[-2]),
+                    "base": base_point[1] if base_point else None,
+                    "base_within": base_point is not None and _within(s.points[-1], base_point),
+                    # The run-to-run noise the detection judges this series by; a change
+                    # within the two runs' own intervals is not coloured either.
                     "noise": noise_floor(medians, medians.size),
                     "stale": bool(suite_runs) and s.points[-1][0] != suite_runs[-1].pk,
                     "spark": [round(pt[1], 6) for pt in s.points[-SPARK_RUNS:]],
@@ -100,8 +104,8 @@ class SuitePages:
             "and its ratio to the baseline, and the last runs' medians. "
             "<span class='tone worse'>worse</span> <span class='tone better'>better</span> "
             "<span class='tone moved'>moved (no direction)</span> "
-            "<span class='tone same'>within its noise</span>: the deeper the colour, the more "
-            "times its noise floor. Click a cell for its chart.</p>"
+            "<span class='tone same'>within its noise or the runs' intervals</span>: the "
+            "deeper the colour, the more times its noise floor. Click a cell for its chart.</p>"
             "<table id='grid' class='grid'></table><p id='grid-empty' hidden>No cell matches "
             "the filters.</p>"
         )
@@ -233,3 +237,17 @@ def _values(s: Series, index: dict[int, int], size: int) -> list[float | None]:
     for pk, median, _, _ in s.points:
         values[index[pk]] = median
     return values
+
+
+Point = tuple[int, float, float | None, float | None]
+
+
+def _within(a: Point, b: Point) -> bool:
+    """Whether either point's median lies inside the other's 95% interval: a difference that
+    the two runs' own spread does not support (two noisy runs on a 2-core VM, where the
+    series has too few runs for its noise floor to say so)."""
+
+    def inside(p: Point, q: Point) -> bool:
+        return q[2] is not None and q[3] is not None and q[2] <= p[1] <= q[3]
+
+    return inside(a, b) or inside(b, a)

@@ -53,9 +53,9 @@
     return data.metrics.find(function (m) { return m.name === name; }) || {};
   }
   // "worse", "better", "moved" (no direction), "same" (within the noise) or "none".
-  function tone(change, noise, better) {
+  function tone(change, noise, better, within) {
     if (change === null || !isFinite(change)) return "none";
-    if (Math.abs(change) <= noise) return "same";
+    if (within || Math.abs(change) <= noise) return "same";
     if (better !== "higher" && better !== "lower") return "moved";
     const worse = better === "higher" ? change < 0 : change > 0;
     return worse ? "worse" : "better";
@@ -132,7 +132,8 @@
         const sincePrevious = c.previous ? c.latest / c.previous - 1 : null;
         const toBase = c.base ? c.latest / c.base : null;
         const change = against === "baseline" ? (toBase === null ? null : toBase - 1) : sincePrevious;
-        const kind = tone(change, c.noise, metric.better);
+        const within = against === "baseline" ? c.base_within : c.previous_within;
+        const kind = tone(change, c.noise, metric.better, within);
         const a = document.createElement("a");
         a.href = "series/" + c.id + ".html";
         a.className = "cell";
@@ -149,7 +150,8 @@
         svg.setAttribute("height", "24");
         a.appendChild(svg);
         window.Dashboard.spark(svg, c.spark, null);
-        td.title = "noise floor " + (c.noise * 100).toFixed(1) + "%";
+        td.title = "noise floor " + (c.noise * 100).toFixed(1) + "%" +
+          (within ? "; each median inside the other run's interval" : "");
         td.appendChild(a);
         tr.appendChild(td);
       });
