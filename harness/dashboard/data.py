@@ -29,6 +29,10 @@ class Run:
     files: list[tuple[str, str | None, str]] = field(default_factory=list)
 
 
+# A series' figure of one run: (run pk, median, interval low, high).
+Point = tuple[int, float, float | None, float | None]
+
+
 @dataclass
 class Series:
     id: int
@@ -40,7 +44,7 @@ class Series:
     metric: str
     unit: str | None
     better: str | None
-    points: list[tuple[int, float, float | None, float | None]] = field(default_factory=list)
+    points: list[Point] = field(default_factory=list)
     """(run pk, median, interval low, high), oldest run first."""
 
 
@@ -90,7 +94,7 @@ def load(conn: Connection) -> History:
         for row in conn.execute(select(series).order_by(series.c.id))
     }
     order = {pk: i for i, pk in enumerate(run_rows)}
-    by_series: dict[int, list[tuple[int, float, float | None, float | None]]] = defaultdict(list)
+    by_series: dict[int, list[Point]] = defaultdict(list)
     query = select(
         points.c.series_id, points.c.run_id, points.c.median, points.c.ci_low, points.c.ci_high
     )

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from harness.dashboard.context import Site
-from harness.dashboard.data import Series
+from harness.dashboard.data import Point, Series
 from harness.dashboard.markup import (
     SPARK_RUNS,
     e,
@@ -237,9 +237,6 @@ def _values(s: Series, index: dict[int, int], size: int) -> list[float | None]:
     for pk, median, _, _ in s.points:
         values[index[pk]] = median
     return values
-
-
-Point = tuple[int, float, float | None, float | None]
 
 
 def _within(a: Point, b: Point) -> bool:
