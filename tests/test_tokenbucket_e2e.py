@@ -65,9 +65,8 @@ def test_every_strategy_runs_with_a_schema_valid_run_json_and_plots(
             # tokens follow the CPU it got: per CPU-second the shards are about equal. Over
             # 0.5 s on a busy machine the kernel need not give them equal CPU (once 138k
             # against 311k tokens, with the shards on a CPU 59% of the window on average).
-            # capped-release's shares depend on the release
-            # dynamics (seastar #1724 saw them very unequal); flow-monitor charges by a
-            # per-shard ratio.
+            # capped-release's shares depend on the release dynamics (seastar #1724 saw them
+            # very unequal); flow-monitor charges by a per-shard ratio.
             per_cpu = [t / c for t, c in zip(shards, cpu, strict=True)]
             assert min(per_cpu) / max(per_cpu) >= 0.5, (shards, cpu)
         assert repeat["tokens_per_sec"] == pytest.approx(sum(shards) / repeat["measured_s"])

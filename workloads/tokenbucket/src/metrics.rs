@@ -117,16 +117,11 @@ impl Report {
         m.insert("dropped".into(), json!(self.dropped));
         m.insert("dropped_ratio".into(), json!(self.dropped as f64 / due));
         let n = self.shard_cpu.len().max(1) as f64;
-        m.insert(
-            "shard_cpu_share".into(),
-            json!(self.shard_cpu.iter().map(|s| s.0).sum::<f64>() / n),
-        );
+        let cpu: Vec<f64> = self.shard_cpu.iter().map(|s| s.0).collect();
+        m.insert("shard_cpu_share".into(), json!(cpu.iter().sum::<f64>() / n));
         // Per shard as well: two always-runnable shards need not get equal CPU over a short
         // window on a busy machine, and a shard's tokens follow its CPU.
-        m.insert(
-            "shard_cpu_shares".into(),
-            json!(self.shard_cpu.iter().map(|s| s.0).collect::<Vec<f64>>()),
-        );
+        m.insert("shard_cpu_shares".into(), json!(cpu));
         m.insert(
             "shard_runq_share".into(),
             json!(self.shard_cpu.iter().map(|s| s.1).sum::<f64>() / n),
