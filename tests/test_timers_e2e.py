@@ -25,13 +25,14 @@ def timers_env(harness_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     return {**harness_env, "HARNESS_WORKLOADS": str(WORKLOADS)}
 
 
-def short_run(repeats: int) -> list[str]:
-    """64 requests in flight, 1 s windows after a 0.3 s warm-up: the tests' short repeats."""
+def short_run(repeats: int, window_s: int = 1) -> list[str]:
+    """64 requests in flight, 1 s windows (`window_s`) after a 0.3 s warm-up: the tests' short
+    repeats."""
     return [
         "--param",
         "concurrency=64",
         "--duration-s",
-        "1",
+        str(window_s),
         "--warmup-s",
         "0.3",
         "--repeat",

@@ -69,12 +69,10 @@ def test_slow_tail_times_out_exactly_the_delayed_writes_with_the_driver(
             "--strategies",
             ",".join(DRIVER),
             *WIDENED_SLOW_TAIL,  # as test_timers_e2e's hashed-wheel case
-            *short_run(1),
             # Without a timeout every slot that drew a delayed write is held 1.2 s: in a 1 s
             # window after 0.3 s of warm-up all 64 could be held throughout (no request, so
             # no slow one, arrived in the window once on a busy machine). 3 s frees each.
-            "--duration-s",
-            "3",
+            *short_run(1, window_s=3),
         ],
         timers_env,
     )
