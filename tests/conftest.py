@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -162,16 +163,23 @@ def reap() -> Iterator[list[LineProcess]]:
             process.proc.wait()
 
 
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MiB tmpfs, unmounted whatever the test did."""
+@contextlib.contextmanager
+def mounted_tmpfs(mount: Path, size_mb: int) -> Iterator[Path]:
+    """A tmpfs of `size_mb` MiB at `mount` (made here), unmounted whatever the test did."""
     need(root_problem("to mount a tmpfs"))
     need(tool_problem("mount", "mount"))
-    mount = tmp_path / "tmpfs"
     mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], check=True)
+    options = f"size={size_mb}m"
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)], check=True)
     try:
         yield mount
     finally:
         if subprocess.run(["umount", str(mount)], check=False).returncode != 0:
             subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs, unmounted whatever the test did."""
+    with mounted_tmpfs(tmp_path / "tmpfs", 2) as mount:
+        yield mount

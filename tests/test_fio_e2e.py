@@ -1,4 +1,4 @@
-"""The fio suite's wrapper driving the real fio on a small scratch file in a tmp dir: the
+"""The fio suite's wrapper driving the real fio on a small scratch file in a tmpfs: the
 contract's events with the gate, the result's fields, a rate held (counts bounded, not wall
 time), fio's own message for an option it rejects (exit 2, one line), a bad job file, and
 fio dying with the wrapper."""
@@ -11,10 +11,12 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import mounted_tmpfs
 from requirements import need, tool_problem
 
 pytestmark = pytest.mark.e2e
@@ -25,14 +27,17 @@ SIZE_MB = 16
 
 
 @pytest.fixture
-def scratch(tmp_path: Path) -> Path:
+def scratch(tmp_path: Path) -> Iterator[Path]:
+    """The job's file, in a tmpfs: this VM's virtual disk stalls for longer than a window
+    when the machine is busy, and a window with no IO tests nothing."""
     need(tool_problem("fio", "fio"))
-    path = tmp_path / f"data-{SIZE_MB}m"
-    with path.open("wb") as out:
-        for _ in range(SIZE_MB):
-            out.write(os.urandom(1 << 20))
-    need(_direct_io_problem(path))
-    return path
+    with mounted_tmpfs(tmp_path / "scratch", 2 * SIZE_MB) as mount:
+        path = mount / f"data-{SIZE_MB}m"
+        with path.open("wb") as out:
+            for _ in range(SIZE_MB):
+                out.write(os.urandom(1 << 20))
+        need(_direct_io_problem(path))
+        yield path
 
 
 def _direct_io_problem(path: Path) -> str | None:
