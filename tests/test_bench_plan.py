@@ -30,8 +30,11 @@ def test_bench_plan_prints_cells_repeats_and_the_estimate_and_runs_nothing(
     lines = done.stdout.splitlines()
     assert lines[0].startswith("bench plan (")
     # sleepy's [bench]: 2 strategies x 2 rates, 2 repeats of 0.05 + 0.2 s (+ 0.5 s start-up).
-    assert "sleepy: 4 cells" in lines[1] and "x 2 repeats" in lines[1]
-    assert "start-up 0.5 s a repeat: no earlier run of it here" in lines[1]
+    header = "suite cells repeats warm-up + window about start-up a repeat"
+    assert lines[1].split() == header.split()
+    # suite, cells, repeats, warm-up + window, about, start-up
+    assert lines[2].split()[:3] == ["sleepy", "4", "2"]
+    assert lines[2].endswith("0.5 s: no earlier run of it here to learn from")
     assert lines[-1].strip() == "estimated duration: 0:06"
     assert not runs_dir(harness_env).exists() or not any(runs_dir(harness_env).iterdir())
 
@@ -50,13 +53,13 @@ def test_a_bench_prints_its_plan_before_it_starts_and_the_next_learns_its_start_
     startup = took / steps - config["warmup_s"] - config["duration_s"]
 
     plan = run_harness(["bench", "--plan"], harness_env).stdout.splitlines()
-    assert f"start-up {max(startup, 0):.1f} s a repeat, as in run {run['run_id']}" in plan[1]
+    assert plan[2].endswith(f"{max(startup, 0):.1f} s, as in run {run['run_id']}")
 
     # A run on a machine with other CPUs, or one that did not end well, teaches nothing.
     for key, value in (("host", {**run["host"], "logical_cpus": 999}), ("status", "failed")):
         (run_dir / "run.json").write_text(json.dumps({**run, key: value}))
         plan = run_harness(["bench", "--plan"], harness_env).stdout.splitlines()
-        assert "no earlier run of it here" in plan[1], key
+        assert plan[2].endswith("no earlier run of it here to learn from"), key
 
 
 def _when(stamp: str) -> datetime:
@@ -90,7 +93,8 @@ def test_the_plan_counts_the_explain_repeats(harness_env: dict[str, str]) -> Non
     done = run_harness(["bench", "--plan", "--probes", "sched,offwake"], harness_env)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert "x 2 repeats + 1 explain repeat of" in lines[1]
+    assert lines[2].split()[:4] == ["sleepy", "4", "2", "+"] and lines[2].split()[4] == "1"
+    assert lines[3] == "  repeats n + m: m explain repeats, whose probes stay out of the figures"
     assert lines[-1].strip() == "estimated duration: 0:09"
 
 

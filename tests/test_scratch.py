@@ -461,7 +461,7 @@ def test_a_full_disk_under_the_run_directory_ends_the_run_failed_without_leftove
 def test_bench_plans_and_runs_a_suite_with_scratch_files(env: dict[str, str]) -> None:
     done = run_harness(["bench", "--suites", str(SCRATCHY)], env)
     assert done.returncode == 0, done.stderr
-    assert f"; scratch files 1 MiB in {default_dir(env)}\n" in done.stdout
+    assert f"  scratch files in {default_dir(env)}: scratchy 1 MiB\n" in done.stdout
     _, doc = the_run(env)
     assert doc["status"] == "complete" and len(doc["config"]["scratch"]) == 1
     assert [e["size"] for e in log(env)] == [MIB]

@@ -88,36 +88,52 @@ def clock(seconds: float) -> str:
 
 
 def plan_lines(plans: Sequence[Plan], cpus: int) -> list[str]:
-    """The bench plan as printed before it starts, the total last."""
-    lines = [f"bench plan ({cpus} logical CPUs):"]
-    for plan in plans:
-        lines.append(
-            f"  {plan.suite.name}: {len(plan.cells)} cells ({len(plan.strategies)} strategies"
-            f" x {len(plan.scenarios)} scenarios x parameters) x {plan.repeats} repeats"
-            f"{_explain(plan)} of "
-            f"{plan.warmup_s:g} s warm-up + {plan.duration_s:g} s: about {clock(planned_s(plan))}"
-            f" ({_startup(plan)})" + _scratch(plan)
-        )
+    """The bench plan as printed before it starts: a table of the suites (one line each, so
+    that it fits a 100-column terminal), the scratch files, the total last."""
     total = sum(planned_s(plan) for plan in plans)
+    name_width = max([len("suite"), *(len(plan.suite.name) for plan in plans)])
+    rows = [
+        (
+            plan.suite.name,
+            str(len(plan.cells)),
+            f"{plan.repeats}" + (f" + {plan.explain_repeats}" if plan.explain_repeats else ""),
+            f"{plan.warmup_s:g} s + {plan.duration_s:g} s",
+            clock(planned_s(plan)),
+            _startup(plan),
+        )
+        for plan in plans
+    ]
+    header = ("suite", "cells", "repeats", "warm-up + window", "about", "start-up a repeat")
+    widths = [name_width, 5, 7, max(16, *(len(r[3]) for r in rows)), 6]
+    lines = [f"bench plan ({cpus} logical CPUs):"]
+    for row in [header, *rows]:
+        name, cells, repeats, window, about, startup = row
+        lines.append(
+            f"  {name:<{widths[0]}}  {cells:>{widths[1]}}  {repeats:>{widths[2]}}  "
+            f"{window:<{widths[3]}}  {about:>{widths[4]}}  {startup}"
+        )
+    if any(plan.explain_repeats for plan in plans):
+        lines.append("  repeats n + m: m explain repeats, whose probes stay out of the figures")
+    lines += _scratch_lines(plans)
     lines.append(f"  estimated duration: {clock(total)}")
     return lines
 
 
-def _explain(plan: Plan) -> str:
-    if not plan.explain_repeats:
-        return ""
-    return f" + {plan.explain_repeats} explain repeat{'s' if plan.explain_repeats > 1 else ''}"
-
-
 def _startup(plan: Plan) -> str:
     if plan.startup_from is None:
-        return f"start-up {plan.startup_s:g} s a repeat: no earlier run of it here to learn from"
-    return f"start-up {plan.startup_s:.1f} s a repeat, as in run {plan.startup_from}"
+        return f"{plan.startup_s:g} s: no earlier run of it here to learn from"
+    return f"{plan.startup_s:.1f} s, as in run {plan.startup_from}"
 
 
-def _scratch(plan: Plan) -> str:
-    files = plan_files(plan)
-    if not files:
-        return ""
-    folders = ", ".join(dict.fromkeys(str(f.dir) for f in files))
-    return f"; scratch files {human(sum(f.size_bytes for f in files))} in {folders}"
+def _scratch_lines(plans: Sequence[Plan]) -> list[str]:
+    """Per folder, the scratch files each suite writes there."""
+    by_folder: dict[str, dict[str, int]] = {}
+    for plan in plans:
+        for file in plan_files(plan):
+            sizes = by_folder.setdefault(str(file.dir), {})
+            sizes[plan.suite.name] = sizes.get(plan.suite.name, 0) + file.size_bytes
+    return [
+        f"  scratch files in {folder}: "
+        + ", ".join(f"{name} {human(size)}" for name, size in sizes.items())
+        for folder, sizes in by_folder.items()
+    ]
