@@ -316,6 +316,13 @@ def test_a_hover_shows_value_interval_run_commit_and_machine(driver: Any, site: 
     hover(driver, 2)
     wait_for(driver, "return document.getElementById('tip').dataset.index === '2'", "run 3")
     assert "run 20250103T000000Z-c000002" in text(driver, "#tip")
+    # The latest runs' table writes figures as the terminal tables do (1.70k, not 1.7e+03).
+    median, interval = driver.execute_script(
+        "const r = document.querySelectorAll('table tr')[1].cells;"
+        "return [r[1].innerText, r[2].innerText]"
+    )
+    assert median.endswith("k") and 1.6 < float(median[:-1]) < 1.8, median
+    assert interval.endswith("k") and "\N{EN DASH}" in interval and "e+" not in interval, interval
     assert console_errors(driver) == []
 
 

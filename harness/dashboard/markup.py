@@ -9,6 +9,9 @@ from html import escape
 from typing import Any
 
 from harness.dashboard.data import Series
+from harness.format.figures import value_text
+from harness.format.metrics import PERCENT_METRICS
+from harness.format.numbers import is_time_metric, join_range
 
 # Runs a sparkline shows.
 SPARK_RUNS = 60
@@ -20,6 +23,25 @@ def e(value: Any) -> str:
 
 def params_text(params: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items()) or "-"
+
+
+def figure(s: Series, value: float) -> str:
+    """A series' value as the tables print it: 159.1k, 419.8µs, 27.3%."""
+    return value_text(s.metric, value, s.unit)
+
+
+def unit_after(s: Series) -> str:
+    """The unit to write after a figure: none where the figure carries it (times, shares)."""
+    if not s.unit or s.metric in PERCENT_METRICS or is_time_metric(s.metric, s.unit):
+        return ""
+    return f" {e(s.unit)}"
+
+
+def interval_text(s: Series, low: float | None, high: float | None) -> str:
+    """The interval as the tables print it (one suffix for both ends), '' without one."""
+    if low is None or high is None:
+        return ""
+    return e(join_range(figure(s, low), figure(s, high)))
 
 
 def script_json(value: Any) -> str:

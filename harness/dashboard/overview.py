@@ -8,7 +8,16 @@ from typing import Any
 
 from harness.dashboard.context import Site
 from harness.dashboard.data import Run
-from harness.dashboard.markup import SPARK_RUNS, e, page, series_label, short
+from harness.dashboard.markup import (
+    SPARK_RUNS,
+    e,
+    figure,
+    interval_text,
+    page,
+    series_label,
+    short,
+    unit_after,
+)
 
 # Change points listed on the overview; the rest are counted (harness history regressions).
 TRIAGE_ROWS = 30
@@ -81,7 +90,7 @@ class OverviewPages:
         if at is not None:
             _, _, low, high = s.points[at]
             if low is not None and high is not None:
-                interval = f" ({low:.4g}&ndash;{high:.4g})"
+                interval = f" ({interval_text(s, low, high)})"
             if at > 0:
                 before_commit = short(self.site.h.runs[s.points[at - 1][0]].git_commit)
             start = max(0, at - SPARK_RUNS // 2)
@@ -90,7 +99,7 @@ class OverviewPages:
                 f"<svg class='spark' width='120' height='28' data-mark='{at - start}' "
                 f"data-values='{e(json.dumps([round(v, 6) for v in window]))}'></svg>"
             )
-        unit = f" {e(s.unit)}" if s.unit else ""
+        unit = unit_after(s)
         state = c["status"] + (f": {c['reason']}" if c["reason"] else "")
         notes = "".join(f"<br><small>{e(note)}</small>" for note in c["annotations"])
         return (
@@ -99,7 +108,8 @@ class OverviewPages:
             f"<br><small>{e(self.site.machine_name(s.machine_id))}</small></td>"
             f"<td class='size'>{c['change']:+.1%}<br><small>{abs(c['change']) / c['noise']:.1f}"
             f"&times; noise ({c['noise']:.1%}), {e(c['method'])}</small></td>"
-            f"<td>{c['before']:.4g} &rarr; {c['after']:.4g}{unit}{interval}</td>"
+            f"<td>{e(figure(s, c['before']))} &rarr; {e(figure(s, c['after']))}{unit}"
+            f"{interval}</td>"
             f"<td><a href='{e(self.site.report_link(run, 0))}'>{e(run.run_id)}</a><br><small>"
             f"{e(before_commit)}..{e(short(run.git_commit))}</small>{notes}</td>"
             f"<td>{spark}</td><td>event {c['event']}: {e(state)}</td></tr>"

@@ -13,6 +13,8 @@ from harness.dashboard.data import Point, Series
 from harness.dashboard.markup import (
     SPARK_RUNS,
     e,
+    figure,
+    interval_text,
     page,
     params_text,
     script_json,
@@ -198,10 +200,10 @@ class SuitePages:
                 for kind, file_cell, path in run.files
                 if kind.endswith("flame") and file_cell == cell
             )
-            interval = f"{low:.4g}&ndash;{high:.4g}" if low is not None and high is not None else ""
             rows.append(
                 f"<tr><td><a href='{e(self.site.report_link(run, 1))}'>{e(run.run_id)}</a></td>"
-                f"<td>{median:.4g}</td><td>{interval}</td><td>{e(short(run.git_commit))}</td>"
+                f"<td>{e(figure(s, median))}</td><td>{interval_text(s, low, high)}</td>"
+                f"<td>{e(short(run.git_commit))}</td>"
                 f"<td>{e(run.kernel or '')}</td><td>{flames}</td></tr>"
             )
         title = f"{s.suite} · {series_label(s)}"

@@ -19,6 +19,13 @@
   s.marks.forEach(function (m) { (marksAt[m[0]] = marksAt[m[0]] || []).push(m); });
 
   function runAt(i) { return runs[s.points[i][0]]; }
+  // Runs are labelled by day, or by day and time when a day has more than one (a night's
+  // reruns, a day of QUICK benches): equal labels side by side say nothing.
+  const days = s.points.map(function (_, i) { return runAt(i).date.slice(0, 10); });
+  const dayRepeats = new Set(days).size < days.length;
+  function axisLabel(run) {
+    return dayRepeats ? run.date.slice(5, 16).replace("T", " ") : run.date.slice(0, 10);
+  }
   function figure(v) { return v === null || v === undefined ? "-" : Number(v.toPrecision(5)).toString(); }
 
   function drawMarks(u) {
@@ -107,12 +114,16 @@
     scales: { x: { time: false } },
     legend: { show: false },
     cursor: { drag: { x: true, y: false, setScale: true }, points: { size: 8 } },
+    // Room on the right for the last run's label, which is centred on the plot's edge.
+    padding: [12, 44, 0, 0],
     axes: [
       {
+        // Ticks on runs only (the x scale is the run's index), far enough apart for a label.
+        incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000],
+        space: 96,
         values: function (u, ticks) {
           return ticks.map(function (t) {
-            const run = Number.isInteger(t) && s.points[t] ? runAt(t) : null;
-            return run ? run.date.slice(0, 10) : "";
+            return Number.isInteger(t) && s.points[t] ? axisLabel(runAt(t)) : "";
           });
         },
       },
