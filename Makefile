@@ -151,8 +151,9 @@ test-go:
 	cd $(POOLS) && go test -race -count=1 ./...
 	cd $(POOLS_VITESS) && go test -race -count=1 -tags goexperiment.swissmap ./...
 
+# --durations: the slowest tests in every CI log, to keep make test inside its 20 minutes.
 test-python: python-env
-	$(VENV)/bin/pytest -n auto
+	$(VENV)/bin/pytest -n auto --durations=25
 
 ## lock: re-pin the Python dependencies (requirements.in -> requirements.lock, and uv's
 ## requirements-bootstrap.in -> requirements-bootstrap.lock)
