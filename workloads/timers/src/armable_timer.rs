@@ -23,18 +23,9 @@ use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
-// The loom model (tests/loom_armable_timer.rs) checks this module's wake-up
-// protocol with loom's atomics and mutex in place of std's.
-#[cfg(feature = "loom")]
-use loom::sync::{
-    atomic::{AtomicU64, Ordering},
-    Arc, Mutex,
-};
-#[cfg(not(feature = "loom"))]
-use std::sync::{
-    atomic::{AtomicU64, Ordering},
-    Arc, Mutex,
-};
+// std's in the library; the loom model (tests/loom_armable_timer.rs) compiles this file
+// with loom's as `crate::sync`.
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 
 /// The armed deadline of an unarmed timer.
 const UNARMED: u64 = u64::MAX;

@@ -23,4 +23,5 @@ mod resolver;
 pub mod router;
 pub mod server;
 pub mod strategy;
+mod sync;
 pub mod timer_ops;

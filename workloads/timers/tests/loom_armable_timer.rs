@@ -1,19 +1,31 @@
 //! Loom model of the armable timer's wake-up protocol, together with the
 //! deadline tracker that arms it.
 //!
-//! Run from the crate root (the `loom` feature swaps in loom's atomics and
-//! mutex; `cfg(loom)` would change tokio's internals as well):
-//!
-//! cargo test --features loom --test loom_armable_timer
-#![cfg(feature = "loom")]
+//! The two modules are compiled here from their sources, with loom's atomics and
+//! mutex as their `crate::sync` (the library's are std's): neither the library
+//! nor tokio is built again for the model (`cfg(loom)` would change tokio's
+//! internals as well). `cargo test --test loom_armable_timer` runs it alone.
 
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use loom::sync::{Arc, Mutex};
-use timers::armable_timer::{ArmableTimer, Sleeper};
-use timers::deadline_tracker::DeadlineTracker;
 use tokio::time::Instant;
+
+mod sync {
+    pub use loom::sync::atomic::{AtomicU64, Ordering};
+    pub use loom::sync::{Arc, Mutex};
+}
+// The model uses part of each module.
+#[allow(dead_code)]
+#[path = "../src/armable_timer.rs"]
+mod armable_timer;
+#[allow(dead_code)]
+#[path = "../src/deadline_tracker.rs"]
+mod deadline_tracker;
+
+use armable_timer::{ArmableTimer, Sleeper};
+use deadline_tracker::DeadlineTracker;
 
 /// Time that moves only when the model's clock thread advances it.
 struct FakeClock {
