@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import run_harness
+from plans import printed_plan
 
 from harness.paths import REPO_ROOT
 
@@ -19,11 +20,9 @@ def test_the_nightly_with_its_explain_repeats_fits_its_hour(harness_env: dict[st
     del env["HARNESS_PROBES"]  # the default probes, as `make bench` runs them
     done = run_harness(["bench", "--plan"], env)
     assert done.returncode == 0, done.stderr
-    lines = {line.split(":")[0].strip(): line for line in done.stdout.splitlines()[1:-1]}
-    assert set(lines) == {"fio", "io", "lettuce", "pools", "timers", "tokenbucket"}, done.stdout
-    for suite, line in lines.items():
-        explained = "x 5 repeats + 1 explain repeat of" in line
-        assert explained is (suite != "pools") and "x 5 repeats" in line, line
-    estimate = done.stdout.splitlines()[-1].split(": ")[1]  # [h:]mm:ss
+    rows, estimate = printed_plan(done.stdout)
+    assert set(rows) == {"fio", "io", "lettuce", "pools", "timers", "tokenbucket"}, done.stdout
+    for suite, row in rows.items():
+        assert row.repeats == 5 and row.explain_repeats == (0 if suite == "pools" else 1), row
     seconds = sum(int(v) * 60**i for i, v in enumerate(reversed(estimate.split(":"))))
     assert seconds < 3600, done.stdout

@@ -10,6 +10,7 @@ from datetime import datetime
 import plans
 import pytest
 from conftest import FIXTURES, run_harness, runs_dir
+from plans import printed_plan
 from rich.console import Console
 
 from harness.catalog import suite_at
@@ -27,15 +28,13 @@ def test_bench_plan_prints_cells_repeats_and_the_estimate_and_runs_nothing(
 ) -> None:
     done = run_harness(["bench", "--plan"], harness_env)
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines[0].startswith("bench plan (")
+    rows, estimate = printed_plan(done.stdout)
     # sleepy's [bench]: 2 strategies x 2 rates, 2 repeats of 0.05 + 0.2 s (+ 0.5 s start-up).
-    header = "suite cells repeats warm-up + window about start-up a repeat"
-    assert lines[1].split() == header.split()
-    # suite, cells, repeats, warm-up + window, about, start-up
-    assert lines[2].split()[:3] == ["sleepy", "4", "2"]
-    assert lines[2].endswith("0.5 s: no earlier run of it here to learn from")
-    assert lines[-1].strip() == "estimated duration: 0:06"
+    (sleepy,) = rows.values()
+    assert (sleepy.cells, sleepy.repeats, sleepy.explain_repeats) == (4, 2, 0), sleepy
+    assert sleepy.startup == "0.5 s: no earlier run of it here to learn from"
+    assert estimate == "0:06"
+    assert max(map(len, done.stdout.splitlines())) <= 100
     assert not runs_dir(harness_env).exists() or not any(runs_dir(harness_env).iterdir())
 
 
@@ -52,14 +51,14 @@ def test_a_bench_prints_its_plan_before_it_starts_and_the_next_learns_its_start_
     steps = len(run["cells"]) * config["repeats"]
     startup = took / steps - config["warmup_s"] - config["duration_s"]
 
-    plan = run_harness(["bench", "--plan"], harness_env).stdout.splitlines()
-    assert plan[2].endswith(f"{max(startup, 0):.1f} s, as in run {run['run_id']}")
+    rows, _ = printed_plan(run_harness(["bench", "--plan"], harness_env).stdout)
+    assert rows["sleepy"].startup == f"{max(startup, 0):.1f} s, as in run {run['run_id']}"
 
     # A run on a machine with other CPUs, or one that did not end well, teaches nothing.
     for key, value in (("host", {**run["host"], "logical_cpus": 999}), ("status", "failed")):
         (run_dir / "run.json").write_text(json.dumps({**run, key: value}))
-        plan = run_harness(["bench", "--plan"], harness_env).stdout.splitlines()
-        assert plan[2].endswith("no earlier run of it here to learn from"), key
+        rows, _ = printed_plan(run_harness(["bench", "--plan"], harness_env).stdout)
+        assert rows["sleepy"].startup.endswith("no earlier run of it here to learn from"), key
 
 
 def _when(stamp: str) -> datetime:
@@ -92,10 +91,12 @@ def test_the_plan_counts_the_explain_repeats(harness_env: dict[str, str]) -> Non
     """sleepy's [bench] with an explain-only probe: 4 cells x (2 + 1) repeats of 0.25 + 0.5 s."""
     done = run_harness(["bench", "--plan", "--probes", "sched,offwake"], harness_env)
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines[2].split()[:4] == ["sleepy", "4", "2", "+"] and lines[2].split()[4] == "1"
-    assert lines[3] == "  repeats n + m: m explain repeats, whose probes stay out of the figures"
-    assert lines[-1].strip() == "estimated duration: 0:09"
+    rows, estimate = printed_plan(done.stdout)
+    assert (rows["sleepy"].repeats, rows["sleepy"].explain_repeats) == (2, 1)
+    assert "  repeats n + m: m explain repeats, whose probes stay out of the figures" in (
+        done.stdout.splitlines()
+    )
+    assert estimate == "0:09"
 
 
 def test_the_eta_includes_the_suites_still_to_come() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import one_repeat, run_harness, runs_dir
 from historyruns import harness, night, run_ids
+from plans import printed_plan
 
 pytestmark = pytest.mark.unit
 
@@ -48,7 +49,8 @@ def test_a_deeply_nested_running_run_json_does_not_stop_a_run_or_its_estimate(
 
     plan = run_harness(["bench", "--plan"], harness_env)
     assert plan.returncode == 0, plan.stderr
-    assert f"as in run {good.name}" in plan.stdout.splitlines()[1]
+    rows, _ = printed_plan(plan.stdout)
+    assert rows["sleepy"].startup.endswith(f"as in run {good.name}"), plan.stdout
     assert plan.stderr.count("\n") == 1 and f"skipped {bad}: " in plan.stderr, plan.stderr
 
     done = run_harness([*one_repeat("fast"), "--param", "rate=64"], harness_env)
