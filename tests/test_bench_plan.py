@@ -52,7 +52,7 @@ def test_a_bench_prints_its_plan_before_it_starts_and_the_next_learns_its_start_
     startup = took / steps - config["warmup_s"] - config["duration_s"]
 
     rows, _ = printed_plan(run_harness(["bench", "--plan"], harness_env).stdout)
-    assert rows["sleepy"].startup == f"{max(startup, 0):.1f} s, as in run {run['run_id']}"
+    assert rows["sleepy"].startup == f"{max(startup, 0):.1f} s (run {run['run_id']})"
 
     # A run on a machine with other CPUs, or one that did not end well, teaches nothing.
     for key, value in (("host", {**run["host"], "logical_cpus": 999}), ("status", "failed")):

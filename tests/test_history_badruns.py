@@ -50,7 +50,7 @@ def test_a_deeply_nested_running_run_json_does_not_stop_a_run_or_its_estimate(
     plan = run_harness(["bench", "--plan"], harness_env)
     assert plan.returncode == 0, plan.stderr
     rows, _ = printed_plan(plan.stdout)
-    assert rows["sleepy"].startup.endswith(f"as in run {good.name}"), plan.stdout
+    assert rows["sleepy"].startup.endswith(f"(run {good.name})"), plan.stdout
     assert plan.stderr.count("\n") == 1 and f"skipped {bad}: " in plan.stderr, plan.stderr
 
     done = run_harness([*one_repeat("fast"), "--param", "rate=64"], harness_env)

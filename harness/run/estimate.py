@@ -122,7 +122,7 @@ def plan_lines(plans: Sequence[Plan], cpus: int) -> list[str]:
 def _startup(plan: Plan) -> str:
     if plan.startup_from is None:
         return f"{plan.startup_s:g} s: no earlier run of it here to learn from"
-    return f"{plan.startup_s:.1f} s, as in run {plan.startup_from}"
+    return f"{plan.startup_s:.1f} s (run {plan.startup_from})"
 
 
 def _scratch_lines(plans: Sequence[Plan]) -> list[str]:
