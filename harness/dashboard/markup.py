@@ -9,9 +9,9 @@ from html import escape
 from typing import Any
 
 from harness.dashboard.data import Series
-from harness.format.figures import value_text
+from harness.format.figures import interval_text, value_text
 from harness.format.metrics import PERCENT_METRICS
-from harness.format.numbers import is_time_metric, join_range
+from harness.format.numbers import is_time_metric
 
 # Runs a sparkline shows.
 SPARK_RUNS = 60
@@ -37,11 +37,11 @@ def unit_after(s: Series) -> str:
     return f" {e(s.unit)}"
 
 
-def interval_text(s: Series, low: float | None, high: float | None) -> str:
-    """The interval as the tables print it (one suffix for both ends), '' without one."""
+def interval_html(s: Series, low: float | None, high: float | None) -> str:
+    """A series' interval as the tables print it, escaped; '' without one."""
     if low is None or high is None:
         return ""
-    return e(join_range(figure(s, low), figure(s, high)))
+    return e(interval_text(s.metric, low, high, s.unit))
 
 
 def script_json(value: Any) -> str:

@@ -12,7 +12,7 @@ from harness.dashboard.markup import (
     SPARK_RUNS,
     e,
     figure,
-    interval_text,
+    interval_html,
     page,
     series_label,
     short,
@@ -90,7 +90,7 @@ class OverviewPages:
         if at is not None:
             _, _, low, high = s.points[at]
             if low is not None and high is not None:
-                interval = f" ({interval_text(s, low, high)})"
+                interval = f" ({interval_html(s, low, high)})"
             if at > 0:
                 before_commit = short(self.site.h.runs[s.points[at - 1][0]].git_commit)
             start = max(0, at - SPARK_RUNS // 2)

@@ -14,7 +14,7 @@ from harness.dashboard.markup import (
     SPARK_RUNS,
     e,
     figure,
-    interval_text,
+    interval_html,
     page,
     params_text,
     script_json,
@@ -202,7 +202,7 @@ class SuitePages:
             )
             rows.append(
                 f"<tr><td><a href='{e(self.site.report_link(run, 1))}'>{e(run.run_id)}</a></td>"
-                f"<td>{e(figure(s, median))}</td><td>{interval_text(s, low, high)}</td>"
+                f"<td>{e(figure(s, median))}</td><td>{interval_html(s, low, high)}</td>"
                 f"<td>{e(short(run.git_commit))}</td>"
                 f"<td>{e(run.kernel or '')}</td><td>{flames}</td></tr>"
             )

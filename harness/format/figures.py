@@ -34,12 +34,17 @@ def summary_texts(
     median = value_text(metric, float(summary["median"]), unit)
     if int(summary.get("n", 0)) <= 1 or summary.get("ci95_low") is None:
         return median, None
-    low, high = float(summary["ci95_low"]), float(summary["ci95_high"])
+    return median, interval_text(
+        metric, float(summary["ci95_low"]), float(summary["ci95_high"]), unit
+    )
+
+
+def interval_text(metric: str, low: float, high: float, unit: str | None = None) -> str:
+    """An interval, one suffix for both ends: 1.85-1.88M, 27.3-30.1% (with an en dash)."""
     if metric in PERCENT_METRICS:
-        low_text, high_text = percent(low), percent(high)
-        return median, f"{low_text.removesuffix('%')}{DASH}{high_text}"
+        return f"{percent(low).removesuffix('%')}{DASH}{percent(high)}"
     time_ns = is_time_metric(metric, unit)
-    return median, join_range(human(low, time_ns), human(high, time_ns))
+    return join_range(human(low, time_ns), human(high, time_ns))
 
 
 def ratio_texts(entry: Mapping[str, Any] | None) -> tuple[str, str | None]:
