@@ -46,11 +46,8 @@ ROW = re.compile(r"^  (\S+) +(\d+) +(\d+)(?: \+ (\d+))? +(\S+ s \+ \S+ s) +(\S+)
 def printed_plan(stdout: str) -> tuple[dict[str, PrintedRow], str]:
     """`harness bench --plan`'s table: each suite's row by name, and the estimated duration."""
     lines = stdout.splitlines()
-    assert lines[0].startswith("bench plan (") and lines[1].split()[:3] == [
-        "suite",
-        "cells",
-        "repeats",
-    ], stdout
+    header = "suite cells repeats warm-up + window about start-up a repeat"
+    assert lines[0].startswith("bench plan (") and lines[1].split() == header.split(), stdout
     rows = {}
     for line in lines[2:]:
         if (match := ROW.match(line)) is None:

@@ -91,7 +91,6 @@ def plan_lines(plans: Sequence[Plan], cpus: int) -> list[str]:
     """The bench plan as printed before it starts: a table of the suites (one line each, so
     that it fits a 100-column terminal), the scratch files, the total last."""
     total = sum(planned_s(plan) for plan in plans)
-    name_width = max([len("suite"), *(len(plan.suite.name) for plan in plans)])
     rows = [
         (
             plan.suite.name,
@@ -104,10 +103,10 @@ def plan_lines(plans: Sequence[Plan], cpus: int) -> list[str]:
         for plan in plans
     ]
     header = ("suite", "cells", "repeats", "warm-up + window", "about", "start-up a repeat")
-    widths = [name_width, 5, 7, max(16, *(len(r[3]) for r in rows)), 6]
+    table = [header, *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
     lines = [f"bench plan ({cpus} logical CPUs):"]
-    for row in [header, *rows]:
-        name, cells, repeats, window, about, startup = row
+    for name, cells, repeats, window, about, startup in table:
         lines.append(
             f"  {name:<{widths[0]}}  {cells:>{widths[1]}}  {repeats:>{widths[2]}}  "
             f"{window:<{widths[3]}}  {about:>{widths[4]}}  {startup}"
