@@ -1,6 +1,6 @@
 """The io suite through the harness: `harness run io` with both engines (psync and io_uring)
-on the scratch file the harness writes in a tmpfs, unlimited and metered by the pure bucket, with a
-schema-valid run.json whose figures agree with each other and stay within what was asked
+on the scratch file the harness writes in a tmpfs, unlimited and metered by the pure bucket,
+with a schema-valid run.json whose figures agree with each other and stay within what was asked
 (the bucket's rate, the requests dispatched, the request size); and the iops_limit range's
 both ends (the max runs, one more exits 2 before any run directory exists). No wall-clock
 rate is expected of a busy 2-core machine: what holds by construction is checked."""
@@ -115,7 +115,7 @@ def test_the_iops_limit_range_is_what_the_bucket_holds(
     io_env: dict[str, str], memory_dir: Path
 ) -> None:
     """iops_limit's max is 1e8 requests/s = 1e11 bucket units/s (1000 a request), far below
-    the bucket's max_rate (2.56e15): it runs, and what completes is the page cache's rate
+    the bucket's max_rate (2.56e15): it runs, and what completes is the tmpfs's rate
     (limit_ratio well under 1). One more is refused with one line, exit 2."""
     done = _run(
         io_env,
