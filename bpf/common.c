@@ -136,7 +136,7 @@ void parse_args(int argc, char **argv, const char *prog, unsigned int opts, stru
 			if (env->npids == MAX_PIDS)
 				bad_args("at most %d --pid options", MAX_PIDS);
 			env->pids[env->npids++] =
-				parse_long("--pid", optarg, 1, PID_MAX_LIMIT - 1);
+				parse_long("--pid", optarg, 1, HB_PID_MAX_LIMIT - 1);
 			break;
 		case O_NOW:
 			env->now = true;
@@ -306,13 +306,9 @@ static int tp_typedef_id(const char *tp)
 	return btf__find_by_name_kind(vmlinux_btf(), name, BTF_KIND_TYPEDEF);
 }
 
-/* As libbpf-tools' probe_tp_btf(): load an empty tp_btf program. */
-bool probe_tp_btf(const char *tp)
+/* Whether a tp_btf program of these instructions loads on tracepoint tp. */
+static bool load_tp_btf(const char *tp, const struct bpf_insn *insns, size_t n)
 {
-	struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
 	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_RAW_TP);
 	int id, fd;
 
@@ -320,11 +316,38 @@ bool probe_tp_btf(const char *tp)
 	if (id <= 0)
 		return false;
 	opts.attach_btf_id = id;
-	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, 2, &opts);
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, n, &opts);
 	if (fd < 0)
 		return false;
 	close(fd);
 	return true;
+}
+
+/* As libbpf-tools' probe_tp_btf(): load an empty tp_btf program. */
+bool probe_tp_btf(const char *tp)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+
+	return load_tp_btf(tp, insns, sizeof(insns) / sizeof(insns[0]));
+}
+
+/* Whether programs may walk user stacks as user_stack.bpf.h does: a tp_btf
+ * program that calls bpf_get_current_task_btf() (Linux 5.11) and passes its
+ * task to bpf_task_pt_regs() (5.15) loads. */
+bool probe_user_stacks(void)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_get_current_task_btf },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_1, .src_reg = BPF_REG_0 },
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_task_pt_regs },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+
+	return load_tp_btf("sched_switch", insns, sizeof(insns) / sizeof(insns[0]));
 }
 
 /* btf_trace_<tp> is a typedef of a pointer to the probe's prototype, whose

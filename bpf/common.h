@@ -55,6 +55,8 @@ void setup(const struct env *env);
 const char *attach_mode_name(enum attach_mode mode);
 /* Whether the kernel can load a tp_btf program for tracepoint `tp`. */
 bool probe_tp_btf(const char *tp);
+/* Whether bpf_get_current_task_btf() and bpf_task_pt_regs() are there (5.15). */
+bool probe_user_stacks(void);
 /* Number of arguments of tracepoint `tp` per vmlinux BTF, -1 if unknown. */
 int tp_nargs(const char *tp);
 /* Whether classic tracepoint category:event can be attached (tracefs holds its id). */

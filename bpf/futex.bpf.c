@@ -12,7 +12,7 @@
 
 #define MAX_PROC_OPS 4096
 #define MAX_WAITS 16384
-#define MAX_USER_STACKS 4096
+#define HB_MAX_USER_STACKS 4096
 
 #include "user_stack.bpf.h"
 
@@ -50,7 +50,7 @@ const volatile bool with_stacks = true;
 
 /* The futex wait a thread is in (ts 0: none), in the thread's task storage
  * (no hash lookup, freed with the task). */
-struct wait_start {
+struct hb_wait_start {
 	__u64 ts;
 	__u64 uaddr;
 	__u32 op;
@@ -60,38 +60,38 @@ struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct wait_start);
+	__type(value, struct hb_wait_start);
 } starts SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_PROC_OPS);
-	__type(key, struct proc_key);
-	__type(value, struct proc_stats);
+	__type(key, struct hb_proc_key);
+	__type(value, struct hb_proc_stats);
 } procs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_WAITS);
-	__type(key, struct wait_key);
-	__type(value, struct wait_stats);
+	__type(key, struct hb_wait_key);
+	__type(value, struct hb_wait_stats);
 } waits SEC(".maps");
 
-static struct proc_stats zero_proc;
+static struct hb_proc_stats zero_proc;
 
 static __always_inline int op_index(int op)
 {
 	switch (op & FUTEX_CMD_MASK) {
 	case FUTEX_WAIT:
-		return OP_WAIT;
+		return HB_OP_WAIT;
 	case FUTEX_WAIT_BITSET:
-		return OP_WAIT_BITSET;
+		return HB_OP_WAIT_BITSET;
 	case FUTEX_LOCK_PI:
-		return OP_LOCK_PI;
+		return HB_OP_LOCK_PI;
 	case FUTEX_LOCK_PI2:
-		return OP_LOCK_PI2;
+		return HB_OP_LOCK_PI2;
 	case FUTEX_WAIT_REQUEUE_PI:
-		return OP_WAIT_REQUEUE_PI;
+		return HB_OP_WAIT_REQUEUE_PI;
 	case FUTEX_WAKE:
 	case FUTEX_WAKE_BITSET:
 	case FUTEX_WAKE_OP:
@@ -99,7 +99,7 @@ static __always_inline int op_index(int op)
 	case FUTEX_REQUEUE:
 	case FUTEX_CMP_REQUEUE:
 	case FUTEX_CMP_REQUEUE_PI:
-		return OP_WAKE;
+		return HB_OP_WAKE;
 	default:
 		return -1;
 	}
@@ -109,38 +109,38 @@ static __always_inline int fail_index(long ret)
 {
 	switch (-ret) {
 	case EAGAIN:
-		return FAIL_EAGAIN;
+		return HB_FAIL_EAGAIN;
 	case ETIMEDOUT:
-		return FAIL_ETIMEDOUT;
+		return HB_FAIL_ETIMEDOUT;
 	case EINTR:
 	case ERESTARTSYS:
 	case ERESTARTNOINTR:
 	case ERESTARTNOHAND:
 	case ERESTART_RESTARTBLOCK:
-		return FAIL_EINTR;
+		return HB_FAIL_EINTR;
 	default:
-		return FAIL_OTHER;
+		return HB_FAIL_OTHER;
 	}
 }
 
 static __always_inline bool current_is_target(void)
 {
-	return is_target(bpf_get_current_pid_tgid() >> 32);
+	return hb_is_target(bpf_get_current_pid_tgid() >> 32);
 }
 
-static __always_inline struct proc_stats *proc_stats(__u32 tgid, __u32 op)
+static __always_inline struct hb_proc_stats *hb_proc_stats(__u32 tgid, __u32 op)
 {
-	struct proc_key key = { .tgid = tgid, .op = op };
+	struct hb_proc_key key = { .tgid = tgid, .op = op };
 	struct task_struct *task, *leader;
-	struct proc_stats *ps;
+	struct hb_proc_stats *ps;
 	long err;
 
 	ps = bpf_map_lookup_elem(&procs, &key);
 	if (ps)
 		return ps;
 	err = bpf_map_update_elem(&procs, &key, &zero_proc, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
-		count_lost();
+	if (err && err != -HB_EEXIST) {
+		hb_count_lost();
 		return NULL;
 	}
 	ps = bpf_map_lookup_elem(&procs, &key);
@@ -156,20 +156,20 @@ static __always_inline struct proc_stats *proc_stats(__u32 tgid, __u32 op)
 static __always_inline void on_enter(int idx, __u64 uaddr)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct wait_start *sp;
-	struct proc_stats *ps;
+	struct hb_wait_start *sp;
+	struct hb_proc_stats *ps;
 
 	if (idx < 0)
 		return;
-	if (idx == OP_WAKE) {
-		if (enabled && (ps = proc_stats(pid_tgid >> 32, OP_WAKE)))
+	if (idx == HB_OP_WAKE) {
+		if (hb_enabled && (ps = hb_proc_stats(pid_tgid >> 32, HB_OP_WAKE)))
 			__sync_fetch_and_add(&ps->count, 1);
 		return;
 	}
 	sp = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), NULL,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!sp) {
-		count_lost();
+		hb_count_lost();
 		return;
 	}
 	sp->ts = bpf_ktime_get_ns();
@@ -187,22 +187,22 @@ static __always_inline __u64 waitv_uaddr(__u64 waiters)
 	return uaddr;
 }
 
-static __always_inline void count_wait(__u32 tgid, const struct wait_start *start, __u64 delta)
+static __always_inline void count_wait(__u32 tgid, const struct hb_wait_start *start, __u64 delta)
 {
-	struct wait_key key = { .uaddr = start->uaddr, .tgid = tgid };
-	struct wait_stats *ws;
+	struct hb_wait_key key = { .uaddr = start->uaddr, .tgid = tgid };
+	struct hb_wait_stats *ws;
 	long err;
 
-	key.stack = user_stack();
+	key.stack = hb_user_stack();
 	ws = bpf_map_lookup_elem(&waits, &key);
 	if (!ws) {
-		struct wait_stats init = { .waits = 1, .wait_ns = delta };
+		struct hb_wait_stats init = { .waits = 1, .wait_ns = delta };
 
 		err = bpf_map_update_elem(&waits, &key, &init, BPF_NOEXIST);
 		if (!err)
 			return;
-		if (err != -EEXIST) {
-			count_lost();
+		if (err != -HB_EEXIST) {
+			hb_count_lost();
 			return;
 		}
 		ws = bpf_map_lookup_elem(&waits, &key);
@@ -218,10 +218,10 @@ static __always_inline void count_wait(__u32 tgid, const struct wait_start *star
 static __always_inline int on_exit(long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), now, delta;
-	struct wait_start *sp, start;
-	struct proc_stats *ps;
+	struct hb_wait_start *sp, start;
+	struct hb_proc_stats *ps;
 
-	if (!is_target(pid_tgid >> 32))
+	if (!hb_is_target(pid_tgid >> 32))
 		return 0;
 	sp = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), NULL, 0);
 	if (!sp || !sp->ts)
@@ -229,9 +229,9 @@ static __always_inline int on_exit(long ret)
 	now = bpf_ktime_get_ns();
 	start = *sp;
 	sp->ts = 0;
-	if (!enabled)
+	if (!hb_enabled)
 		return 0;
-	ps = proc_stats(pid_tgid >> 32, start.op);
+	ps = hb_proc_stats(pid_tgid >> 32, start.op);
 	if (!ps)
 		return 0;
 	/* A failed wait did not wait for the lock: counted apart, no time. */
@@ -239,10 +239,10 @@ static __always_inline int on_exit(long ret)
 		__sync_fetch_and_add(&ps->failed[fail_index(ret)], 1);
 		return 0;
 	}
-	delta = window_delta(start.ts, now);
+	delta = hb_window_delta(start.ts, now);
 	__sync_fetch_and_add(&ps->count, 1);
 	__sync_fetch_and_add(&ps->total_ns, delta);
-	__sync_fetch_and_add(&ps->hist[log2_slot(delta)], 1);
+	__sync_fetch_and_add(&ps->hist[hb_log2_slot(delta)], 1);
 	if (with_stacks)
 		count_wait(pid_tgid >> 32, &start, delta);
 	return 0;
@@ -257,14 +257,14 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 	if (id == nr_futex)
 		on_enter(op_index(PT_REGS_PARM2_CORE_SYSCALL(regs)), PT_REGS_PARM1_CORE_SYSCALL(regs));
 	else
-		on_enter(OP_WAITV, waitv_uaddr(PT_REGS_PARM1_CORE_SYSCALL(regs)));
+		on_enter(HB_OP_WAITV, waitv_uaddr(PT_REGS_PARM1_CORE_SYSCALL(regs)));
 	return 0;
 }
 
 static __always_inline int on_process_exit(void)
 {
 	/* A thread's wait start goes with its task storage. */
-	target_exit(bpf_get_current_pid_tgid() >> 32);
+	hb_target_exit(bpf_get_current_pid_tgid() >> 32);
 	return 0;
 }
 
@@ -287,7 +287,7 @@ SEC("tracepoint/syscalls/sys_enter_futex_waitv")
 int fx_wv_enter_tp(struct syscall_trace_enter *ctx)
 {
 	if (current_is_target())
-		on_enter(OP_WAITV, waitv_uaddr(ctx->args[0]));
+		on_enter(HB_OP_WAITV, waitv_uaddr(ctx->args[0]));
 	return 0;
 }
 
@@ -325,14 +325,14 @@ int BPF_PROG(fx_sysexit_raw, struct pt_regs *regs, long ret)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(fx_fork_btf, struct task_struct *parent, struct task_struct *child)
 {
-	target_fork(child->tgid);
+	hb_target_fork(child->tgid);
 	return 0;
 }
 
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(fx_fork_raw, struct task_struct *parent, struct task_struct *child)
 {
-	target_fork(BPF_CORE_READ(child, tgid));
+	hb_target_fork(BPF_CORE_READ(child, tgid));
 	return 0;
 }
 

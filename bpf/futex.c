@@ -20,34 +20,34 @@
 #define SYS_futex_waitv 449 /* the same on every architecture */
 #endif
 
-static const char *const op_names[NR_OPS] = {
-	[OP_WAIT] = "WAIT",
-	[OP_WAIT_BITSET] = "WAIT_BITSET",
-	[OP_LOCK_PI] = "LOCK_PI",
-	[OP_LOCK_PI2] = "LOCK_PI2",
-	[OP_WAIT_REQUEUE_PI] = "WAIT_REQUEUE_PI",
-	[OP_WAITV] = "WAITV",
-	[OP_WAKE] = "WAKE",
+static const char *const op_names[HB_NR_OPS] = {
+	[HB_OP_WAIT] = "WAIT",
+	[HB_OP_WAIT_BITSET] = "WAIT_BITSET",
+	[HB_OP_LOCK_PI] = "LOCK_PI",
+	[HB_OP_LOCK_PI2] = "LOCK_PI2",
+	[HB_OP_WAIT_REQUEUE_PI] = "WAIT_REQUEUE_PI",
+	[HB_OP_WAITV] = "WAITV",
+	[HB_OP_WAKE] = "WAKE",
 };
 
-static const char *const fail_names[NR_FAILS] = {
-	[FAIL_EAGAIN] = "EAGAIN",
-	[FAIL_ETIMEDOUT] = "ETIMEDOUT",
-	[FAIL_EINTR] = "EINTR",
-	[FAIL_OTHER] = "other",
+static const char *const fail_names[HB_NR_FAILS] = {
+	[HB_FAIL_EAGAIN] = "EAGAIN",
+	[HB_FAIL_ETIMEDOUT] = "ETIMEDOUT",
+	[HB_FAIL_EINTR] = "EINTR",
+	[HB_FAIL_OTHER] = "other",
 };
 
 struct proc {
 	__u32 tgid;
-	char comm[TASK_COMM_LEN];
-	struct proc_stats ops[NR_OPS];
+	char comm[HB_TASK_COMM_LEN];
+	struct hb_proc_stats ops[HB_NR_OPS];
 };
 
 /* One (process, lock, stack) with its folded stack ("comm;root;...;leaf"). */
 struct wait {
 	struct folded_head h;
-	struct wait_key key;
-	struct wait_stats st;
+	struct hb_wait_key key;
+	struct hb_wait_stats st;
 };
 
 struct result {
@@ -75,12 +75,12 @@ static struct proc *find_proc(struct result *r, __u32 tgid)
 
 static void add_proc_op(const void *key, const void *value, void *arg)
 {
-	const struct proc_key *k = key;
-	const struct proc_stats *ps = value;
+	const struct hb_proc_key *k = key;
+	const struct hb_proc_stats *ps = value;
 	struct result *r = arg;
 	struct proc *p;
 
-	if (k->op >= NR_OPS)
+	if (k->op >= HB_NR_OPS)
 		return;
 	p = find_proc(r, k->tgid);
 	if (!p) {
@@ -101,7 +101,7 @@ static void snapshot_one(const void *key, const void *value, void *arg)
 	struct ctx *c = arg;
 
 	(void)value;
-	syms_snapshot(c->syms, ((const struct proc_key *)key)->tgid);
+	syms_snapshot(c->syms, ((const struct hb_proc_key *)key)->tgid);
 }
 
 static void snapshot_targets(void *arg)
@@ -111,12 +111,12 @@ static void snapshot_targets(void *arg)
 
 	for (i = 0; i < c->env->npids; i++)
 		syms_snapshot(c->syms, c->env->pids[i]);
-	for_each_entry(bpf_map__fd(c->skel->maps.procs), sizeof(struct proc_key),
-		       sizeof(struct proc_stats), snapshot_one, c);
+	for_each_entry(bpf_map__fd(c->skel->maps.procs), sizeof(struct hb_proc_key),
+		       sizeof(struct hb_proc_stats), snapshot_one, c);
 }
 
 /* "comm;root;...;leaf". */
-static char *fold_stack(struct syms *syms, int stacks_fd, const struct wait_key *key,
+static char *fold_stack(struct syms *syms, int stacks_fd, const struct hb_wait_key *key,
 			const char *comm)
 {
 	struct strbuf b = {};
@@ -270,7 +270,7 @@ static void write_result(struct json *j, const struct env *env, struct futex_bpf
 			 const struct window *win, enum attach_mode mode, const struct result *r)
 {
 	__u64 waits = 0, wait_ns = 0, failed = 0, wakes = 0;
-	const struct proc_stats *ps;
+	const struct hb_proc_stats *ps;
 	size_t i;
 	int op, f;
 
@@ -283,9 +283,9 @@ static void write_result(struct json *j, const struct env *env, struct futex_bpf
 		json_u64(j, env->pids[f]);
 	json_end_array(j);
 	json_kv_u64(j, "window_ns", win->total_ns);
-	json_kv_u64(j, "lost_events", skel->bss->lost_events + prog_misses(skel->obj));
+	json_kv_u64(j, "lost_events", skel->bss->hb_lost_events + prog_misses(skel->obj));
 	json_kv_bool(j, "stacks", !env->no_stacks);
-	json_kv_u64(j, "lost_stacks", skel->bss->stack_errors);
+	json_kv_u64(j, "lost_stacks", skel->bss->hb_stack_errors);
 
 	json_key(j, "processes");
 	json_begin_array(j);
@@ -295,18 +295,18 @@ static void write_result(struct json *j, const struct env *env, struct futex_bpf
 		json_kv_string(j, "comm", r->procs[i].comm);
 		json_key(j, "ops");
 		json_begin_object(j);
-		for (op = 0; op < NR_OPS; op++) {
-			if (op == OP_WAKE)
+		for (op = 0; op < HB_NR_OPS; op++) {
+			if (op == HB_OP_WAKE)
 				continue;
 			ps = &r->procs[i].ops[op];
 			json_key(j, op_names[op]);
 			json_begin_object(j);
 			json_kv_u64(j, "count", ps->count);
 			json_kv_u64(j, "total_ns", ps->total_ns);
-			json_kv_hist(j, "hist_log2_ns", ps->hist, MAX_SLOTS);
+			json_kv_hist(j, "hist_log2_ns", ps->hist, HB_MAX_SLOTS);
 			json_key(j, "failed");
 			json_begin_object(j);
-			for (f = 0; f < NR_FAILS; f++) {
+			for (f = 0; f < HB_NR_FAILS; f++) {
 				json_kv_u64(j, fail_names[f], ps->failed[f]);
 				failed += ps->failed[f];
 			}
@@ -316,9 +316,9 @@ static void write_result(struct json *j, const struct env *env, struct futex_bpf
 			wait_ns += ps->total_ns;
 		}
 		json_end_object(j);
-		json_kv_u64(j, "wake_calls", r->procs[i].ops[OP_WAKE].count);
+		json_kv_u64(j, "wake_calls", r->procs[i].ops[HB_OP_WAKE].count);
 		json_end_object(j);
-		wakes += r->procs[i].ops[OP_WAKE].count;
+		wakes += r->procs[i].ops[HB_OP_WAKE].count;
 	}
 	json_end_array(j);
 
@@ -388,6 +388,9 @@ int main(int argc, char **argv)
 		btf = false;
 	}
 
+	if (!env.no_stacks && !probe_user_stacks())
+		unavailable("the kernel lacks bpf_task_pt_regs() or bpf_get_current_task_btf() "
+			    "(Linux 5.15), which its user stacks need: --no-stacks runs without them");
 	skel = futex_bpf__open();
 	if (!skel)
 		unavailable("cannot open the BPF object: %s", strerror(errno));
@@ -399,7 +402,7 @@ int main(int argc, char **argv)
 		 * they are created as small as the kernel allows. */
 		skel->rodata->with_stacks = false;
 		bpf_map__set_max_entries(skel->maps.waits, 1);
-		bpf_map__set_max_entries(skel->maps.user_stacks, 1);
+		bpf_map__set_max_entries(skel->maps.hb_user_stacks, 1);
 	}
 
 	err = futex_bpf__load(skel);
@@ -407,7 +410,7 @@ int main(int argc, char **argv)
 		unavailable("cannot load the BPF programs (%s): %s", attach_mode_name(sys_mode),
 			    strerror(-err));
 	for (i = 0; i < (size_t)env.npids; i++)
-		targets_add(skel->bss->targets, env.pids[i]);
+		targets_add(skel->bss->hb_targets, env.pids[i]);
 	err = futex_bpf__attach(skel);
 	if (err)
 		unavailable("cannot attach the BPF programs (%s): %s", attach_mode_name(sys_mode),
@@ -416,8 +419,8 @@ int main(int argc, char **argv)
 	c.skel = skel;
 	c.env = &env;
 	c.syms = syms_new();
-	w.enabled = &skel->bss->enabled;
-	w.start_ns = &skel->bss->window_start_ns;
+	w.enabled = &skel->bss->hb_enabled;
+	w.start_ns = &skel->bss->hb_window_start_ns;
 	/* The targets' symbols are read only for stacks to symbolize. */
 	if (!env.no_stacks) {
 		snapshot_targets(&c);
@@ -427,17 +430,17 @@ int main(int argc, char **argv)
 	run_window(&w, &env);
 	futex_bpf__detach(skel);
 
-	for_each_entry(bpf_map__fd(skel->maps.procs), sizeof(struct proc_key),
-		       sizeof(struct proc_stats), add_proc_op, &r);
-	r.waits = read_entries(bpf_map__fd(skel->maps.waits), sizeof(struct wait_key),
-			       sizeof(struct wait_stats), sizeof(struct wait),
+	for_each_entry(bpf_map__fd(skel->maps.procs), sizeof(struct hb_proc_key),
+		       sizeof(struct hb_proc_stats), add_proc_op, &r);
+	r.waits = read_entries(bpf_map__fd(skel->maps.waits), sizeof(struct hb_wait_key),
+			       sizeof(struct hb_wait_stats), sizeof(struct wait),
 			       offsetof(struct wait, key), offsetof(struct wait, st), &r.nwaits);
 	sort_array(r.procs, r.nprocs, sizeof(*r.procs), cmp_proc);
 	for (i = 0; i < r.nwaits; i++) {
 		struct proc *p = find_proc(&r, r.waits[i].key.tgid);
 
 		r.waits[i].h.tgid = r.waits[i].key.tgid;
-		r.waits[i].h.folded = fold_stack(c.syms, bpf_map__fd(skel->maps.user_stacks),
+		r.waits[i].h.folded = fold_stack(c.syms, bpf_map__fd(skel->maps.hb_user_stacks),
 					       &r.waits[i].key, p ? p->comm : "");
 	}
 

@@ -43,7 +43,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_PROCS);
 	__type(key, __u32);
-	__type(value, struct stw_pending);
+	__type(value, struct hb_stw_pending);
 } pending SEC(".maps");
 
 /* RT_* flags per target tgid, set by the loader. */
@@ -57,24 +57,24 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_PROC_REASONS);
-	__type(key, struct stw_key);
-	__type(value, struct stw_stats);
+	__type(key, struct hb_stw_key);
+	__type(value, struct hb_stw_stats);
 } stats SEC(".maps");
 
-static struct stw_stats zero_stats;
+static struct hb_stw_stats zero_stats;
 
-static __always_inline struct stw_stats *stw_stats(__u32 tgid, __u32 reason)
+static __always_inline struct hb_stw_stats *hb_stw_stats(__u32 tgid, __u32 reason)
 {
-	struct stw_key key = { .tgid = tgid, .reason = reason };
-	struct stw_stats *st;
+	struct hb_stw_key key = { .tgid = tgid, .reason = reason };
+	struct hb_stw_stats *st;
 	long err;
 
 	st = bpf_map_lookup_elem(&stats, &key);
 	if (st)
 		return st;
 	err = bpf_map_update_elem(&stats, &key, &zero_stats, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
-		count_lost();
+	if (err && err != -HB_EEXIST) {
+		hb_count_lost();
 		return NULL;
 	}
 	return bpf_map_lookup_elem(&stats, &key);
@@ -89,24 +89,24 @@ static __always_inline __u32 runtime_flags(__u32 tgid)
 
 /* Counts the pause that began at sp->begin and ended at end (both
  * CLOCK_MONOTONIC); runtime_end: end is the runtime's own time. */
-static __always_inline void count_pause(__u32 tgid, struct stw_pending *sp, __u64 end,
+static __always_inline void count_pause(__u32 tgid, struct hb_stw_pending *sp, __u64 end,
 					bool runtime_end)
 {
-	struct stw_stats *st;
+	struct hb_stw_stats *st;
 	__u64 delta;
 
-	sp->phase = STW_NONE;
-	if (!enabled)
+	sp->phase = HB_STW_NONE;
+	if (!hb_enabled)
 		return;
 	if (!sp->runtime_begin || !runtime_end)
 		__sync_fetch_and_add(&probe_timed, 1);
-	st = stw_stats(tgid, sp->reason);
+	st = hb_stw_stats(tgid, sp->reason);
 	if (!st)
 		return;
-	delta = window_delta(sp->begin, end);
+	delta = hb_window_delta(sp->begin, end);
 	__sync_fetch_and_add(&st->pauses, 1);
 	__sync_fetch_and_add(&st->total_ns, delta);
-	__sync_fetch_and_add(&st->hist[log2_slot(delta)], 1);
+	__sync_fetch_and_add(&st->hist[hb_log2_slot(delta)], 1);
 	/* Not atomic: a process' pauses are serialized by the runtime. */
 	if (delta > st->max_ns)
 		st->max_ns = delta;
@@ -118,18 +118,18 @@ int gc_stop_world(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct stw_pending start = {};
-	struct stw_stats *st;
+	struct hb_stw_pending start = {};
+	struct hb_stw_stats *st;
 
-	if (!is_target(tgid))
+	if (!hb_is_target(tgid))
 		return 0;
 	start.ts = now;
 	start.begin = now;
 	start.reason = GO_ARG1(ctx) & 0xff;
-	start.phase = STW_STOPPING;
+	start.phase = HB_STW_STOPPING;
 	if (bpf_map_update_elem(&pending, &tgid, &start, BPF_ANY))
-		count_lost();
-	if (enabled && (st = stw_stats(tgid, start.reason)))
+		hb_count_lost();
+	if (hb_enabled && (st = hb_stw_stats(tgid, start.reason)))
 		__sync_fetch_and_add(&st->stops, 1);
 	return 0;
 }
@@ -149,18 +149,18 @@ int gc_start_world(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns(), rt_start, rt_now;
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, flags;
-	struct stw_pending *sp;
+	struct hb_stw_pending *sp;
 
-	if (!is_target(tgid))
+	if (!hb_is_target(tgid))
 		return 0;
 	sp = bpf_map_lookup_elem(&pending, &tgid);
-	if (!sp || sp->phase != STW_STOPPING) {
-		if (enabled)
+	if (!sp || sp->phase != HB_STW_STOPPING) {
+		if (hb_enabled)
 			__sync_fetch_and_add(&unpaired_starts, 1);
 		return 0;
 	}
 	flags = runtime_flags(tgid);
-	if (!(flags & RT_WORLDSTOP)) {
+	if (!(flags & HB_RT_WORLDSTOP)) {
 		count_pause(tgid, sp, now, false);
 		return 0;
 	}
@@ -177,8 +177,8 @@ int gc_start_world(struct pt_regs *ctx)
 			count_pause(tgid, sp, now, false);
 		return 0;
 	}
-	if (flags & RT_NOW_PROBE)
-		sp->phase = STW_STARTING;
+	if (flags & HB_RT_NOW_PROBE)
+		sp->phase = HB_STW_STARTING;
 	else
 		count_pause(tgid, sp, now, false);
 	return 0;
@@ -192,12 +192,12 @@ int gc_world_now(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns(), rt_now = 0;
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct stw_pending *sp;
+	struct hb_stw_pending *sp;
 
-	if (!is_target(tgid))
+	if (!hb_is_target(tgid))
 		return 0;
 	sp = bpf_map_lookup_elem(&pending, &tgid);
-	if (!sp || sp->phase != STW_STARTING)
+	if (!sp || sp->phase != HB_STW_STARTING)
 		return 0;
 	if (!bpf_probe_read_user(&rt_now, sizeof(rt_now), (void *)STACK_POINTER(ctx)) &&
 	    rt_now >= sp->begin && rt_now <= now)

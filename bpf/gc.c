@@ -51,11 +51,11 @@ static const char *const reason_names[] = {
 struct target {
 	pid_t pid;
 	char exe[PATH_MAX];
-	char comm[TASK_COMM_LEN];
+	char comm[HB_TASK_COMM_LEN];
 	char go_version[64];
 	size_t stop_off, start_off; /* file offsets of the two functions */
 	size_t now_off;		    /* of gc_world_now's site, 0: none */
-	struct stw_stats reasons[MAX_REASONS];
+	struct hb_stw_stats reasons[MAX_REASONS];
 	bool seen[MAX_REASONS];
 };
 
@@ -64,12 +64,12 @@ enum { K_GC, K_OTHER, K_ALL, NR_KINDS };
 
 struct sums {
 	__u64 cycles;
-	struct stw_stats kind[NR_KINDS];
+	struct hb_stw_stats kind[NR_KINDS];
 };
 
 static bool is_gc_reason(__u32 reason)
 {
-	return reason == STW_GC_MARK_TERM || reason == STW_GC_SWEEP_TERM;
+	return reason == HB_STW_GC_MARK_TERM || reason == HB_STW_GC_SWEEP_TERM;
 }
 
 static Elf_Scn *find_section(Elf *elf, size_t shstrndx, const char *name, GElf_Shdr *shdr)
@@ -339,10 +339,10 @@ static int ntargets;
 
 static void add_stats(const void *key, const void *value, void *arg)
 {
-	const struct stw_key *k = key;
+	const struct hb_stw_key *k = key;
 	__u32 reason = k->reason < MAX_REASONS ? k->reason : MAX_REASONS - 1;
-	const struct stw_stats *v = value;
-	struct stw_stats *st;
+	const struct hb_stw_stats *v = value;
+	struct hb_stw_stats *st;
 	int i, s;
 
 	(void)arg;
@@ -358,11 +358,11 @@ static void add_stats(const void *key, const void *value, void *arg)
 	st->total_ns += v->total_ns;
 	if (v->max_ns > st->max_ns)
 		st->max_ns = v->max_ns;
-	for (s = 0; s < MAX_SLOTS; s++)
+	for (s = 0; s < HB_MAX_SLOTS; s++)
 		st->hist[s] += v->hist[s];
 }
 
-static void merge(struct stw_stats *into, const struct stw_stats *from)
+static void merge(struct hb_stw_stats *into, const struct hb_stw_stats *from)
 {
 	int s;
 
@@ -371,7 +371,7 @@ static void merge(struct stw_stats *into, const struct stw_stats *from)
 	into->total_ns += from->total_ns;
 	if (from->max_ns > into->max_ns)
 		into->max_ns = from->max_ns;
-	for (s = 0; s < MAX_SLOTS; s++)
+	for (s = 0; s < HB_MAX_SLOTS; s++)
 		into->hist[s] += from->hist[s];
 }
 
@@ -380,7 +380,7 @@ static void sum_target(const struct target *t, struct sums *s)
 	int r;
 
 	memset(s, 0, sizeof(*s));
-	s->cycles = t->reasons[STW_GC_SWEEP_TERM].stops;
+	s->cycles = t->reasons[HB_STW_GC_SWEEP_TERM].stops;
 	for (r = 0; r < MAX_REASONS; r++) {
 		merge(&s->kind[is_gc_reason(r) ? K_GC : K_OTHER], &t->reasons[r]);
 		merge(&s->kind[K_ALL], &t->reasons[r]);
@@ -404,7 +404,7 @@ static void write_sums(struct json *j, const struct sums *s)
 		snprintf(key, sizeof(key), "%s_max_ns", prefix[k]);
 		json_kv_u64(j, key, s->kind[k].max_ns);
 		snprintf(key, sizeof(key), "%s_hist_log2_ns", prefix[k]);
-		json_kv_hist(j, key, s->kind[k].hist, MAX_SLOTS);
+		json_kv_hist(j, key, s->kind[k].hist, HB_MAX_SLOTS);
 	}
 }
 
@@ -424,7 +424,7 @@ static void write_result(struct json *j, const struct env *env, struct gc_bpf *s
 		json_u64(j, env->pids[i]);
 	json_end_array(j);
 	json_kv_u64(j, "window_ns", win->total_ns);
-	json_kv_u64(j, "lost_events", skel->bss->lost_events + prog_misses(skel->obj));
+	json_kv_u64(j, "lost_events", skel->bss->hb_lost_events + prog_misses(skel->obj));
 	json_kv_u64(j, "unpaired_starts", skel->bss->unpaired_starts);
 	json_kv_u64(j, "probe_timed_pauses", skel->bss->probe_timed);
 
@@ -481,7 +481,7 @@ static void write_result(struct json *j, const struct env *env, struct gc_bpf *s
 /* A comm changed after attaching (prctl) shows as it is at the end. */
 static void refresh_comms(void *arg)
 {
-	char comm[TASK_COMM_LEN];
+	char comm[HB_TASK_COMM_LEN];
 	int i;
 
 	(void)arg;
@@ -539,27 +539,27 @@ int main(int argc, char **argv)
 		links[3 * i + 1] = attach(skel->progs.gc_start_world, t, t->start_off, SYM_START);
 		/* An unknown version (a devel build) is taken as recent. */
 		if (sscanf(t->go_version, "go1.%d", &minor) != 1 || minor >= RUNTIME_CLOCK_MINOR)
-			flags |= RT_WORLDSTOP;
-		if ((flags & RT_WORLDSTOP) && t->now_off) {
+			flags |= HB_RT_WORLDSTOP;
+		if ((flags & HB_RT_WORLDSTOP) && t->now_off) {
 			links[3 * i + 2] = attach(skel->progs.gc_world_now, t, t->now_off,
 						  SYM_START " (its nanotime call)");
-			flags |= RT_NOW_PROBE;
+			flags |= HB_RT_NOW_PROBE;
 		}
 		if (flags && bpf_map_update_elem(clock_fd, &tgid, &flags, BPF_ANY))
 			fatal("cannot set up the target map: %s", strerror(errno));
 		/* Last: a target is counted once all its probes are in place. */
-		targets_add(skel->bss->targets, t->pid);
+		targets_add(skel->bss->hb_targets, t->pid);
 	}
 
-	w.enabled = &skel->bss->enabled;
-	w.start_ns = &skel->bss->window_start_ns;
+	w.enabled = &skel->bss->hb_enabled;
+	w.start_ns = &skel->bss->hb_window_start_ns;
 	w.on_close = refresh_comms;
 	run_window(&w, &env);
 	for (i = 0; i < 3 * ntargets; i++)
 		bpf_link__destroy(links[i]);
 
-	for_each_entry(bpf_map__fd(skel->maps.stats), sizeof(struct stw_key),
-		       sizeof(struct stw_stats), add_stats, NULL);
+	for_each_entry(bpf_map__fd(skel->maps.stats), sizeof(struct hb_stw_key),
+		       sizeof(struct hb_stw_stats), add_stats, NULL);
 	json_init(&j, output_file());
 	write_result(&j, &env, skel, &w);
 	finish_output(output_file());

@@ -41,41 +41,41 @@ const volatile __s64 preempt_count_from_rq = 0;
 
 /* Kernel stacks not taken: bpf_get_stackid() -EEXIST is a collision in the
  * stack map (its bucket holds another stack), any other error counts in
- * stack_errors (user_stack.bpf.h) with the user stacks not stored. */
+ * hb_stack_errors (user_stack.bpf.h) with the user stacks not stored. */
 __u64 stack_collisions;
 
-struct waker {
+struct hb_waker {
 	__u64 user_stack;
 	__u32 tgid;
 	__u32 tid; /* 0: no waker recorded since the switch-out */
 	__s32 kern_stack_id;
 	__u32 flags;
-	char comm[TASK_COMM_LEN];
+	char comm[HB_TASK_COMM_LEN];
 };
 
 /* Per thread, in the task's own storage (no hash, no bucket lock, freed with
  * the task): the blocking in progress since its switch-out and the waker
  * seen since. */
-struct thread {
+struct hb_thread {
 	__u64 ts; /* switch-out time, 0 once switched in */
 	__u64 user_stack;
 	__s32 kern_stack_id;
 	__u32 state;
-	struct waker waker;
+	struct hb_waker waker;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct thread);
+	__type(value, struct hb_thread);
 } threads SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_ENTRIES);
-	__type(key, struct offwake_key);
-	__type(value, struct offwake_val);
+	__type(key, struct hb_offwake_key);
+	__type(value, struct hb_offwake_val);
 } info SEC(".maps");
 
 /* Kernel stacks (kernel_stacks; the loader shrinks it to one entry otherwise). */
@@ -83,7 +83,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(max_entries, MAX_STACKS);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
+	__uint(value_size, HB_MAX_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
 
 static __always_inline int preempt_count(void)
@@ -121,10 +121,10 @@ static __always_inline __s32 kernel_stack_id(void *ctx)
 
 	if (id >= 0)
 		return id;
-	if (id == -EEXIST)
+	if (id == -HB_EEXIST)
 		__sync_fetch_and_add(&stack_collisions, 1);
 	else
-		__sync_fetch_and_add(&stack_errors, 1);
+		__sync_fetch_and_add(&hb_stack_errors, 1);
 	return id;
 }
 
@@ -132,18 +132,18 @@ static __always_inline __s32 kernel_stack_id(void *ctx)
 static __always_inline void switch_out(unsigned long long *ctx, bool preempt,
 				       struct task_struct *prev)
 {
-	struct thread *t;
+	struct hb_thread *t;
 	long state;
 
 	t = bpf_task_storage_get(&threads, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t) {
-		count_lost();
+		hb_count_lost();
 		return;
 	}
-	state = has_prev_state_arg ? (long)ctx[3] : task_state(prev);
-	t->state = preempt || state == TASK_RUNNING ? STATE_PREEMPTED : (__u32)state & 0xff;
+	state = has_prev_state_arg ? (long)ctx[3] : hb_task_state(prev);
+	t->state = preempt || state == HB_TASK_RUNNING ? HB_STATE_PREEMPTED : (__u32)state & 0xff;
 	/* Also before the window: a wait that began then ends in it. */
-	t->user_stack = user_stack();
+	t->user_stack = hb_user_stack();
 	t->kern_stack_id = kernel_stacks ? kernel_stack_id(ctx) : -EFAULT;
 	/* A waker seen before this switch-out woke an earlier wait. */
 	t->waker.tid = 0;
@@ -152,19 +152,19 @@ static __always_inline void switch_out(unsigned long long *ctx, bool preempt,
 
 static __always_inline void switch_in(struct task_struct *next, __u32 tgid, __u32 tid)
 {
-	struct offwake_key key = {};
-	struct offwake_val *val;
-	struct thread *t;
-	struct waker *w;
+	struct hb_offwake_key key = {};
+	struct hb_offwake_val *val;
+	struct hb_thread *t;
+	struct hb_waker *w;
 	__u64 delta;
 	long err;
 
 	t = bpf_task_storage_get(&threads, next, NULL, 0);
 	if (!t || !t->ts)
 		return;
-	delta = window_delta(t->ts, bpf_ktime_get_ns());
+	delta = hb_window_delta(t->ts, bpf_ktime_get_ns());
 	t->ts = 0;
-	if (!enabled || !delta)
+	if (!hb_enabled || !delta)
 		return;
 	key.tgid = tgid;
 	key.tid = tid;
@@ -172,7 +172,7 @@ static __always_inline void switch_in(struct task_struct *next, __u32 tgid, __u3
 	key.kern_stack_id = t->kern_stack_id;
 	key.state = t->state;
 	key.waker_kern_stack_id = -EFAULT;
-	w = t->waker.tid && key.state != STATE_PREEMPTED ? &t->waker : NULL;
+	w = t->waker.tid && key.state != HB_STATE_PREEMPTED ? &t->waker : NULL;
 	if (w) {
 		key.waker_tgid = w->tgid;
 		key.waker_tid = w->tid;
@@ -182,7 +182,7 @@ static __always_inline void switch_in(struct task_struct *next, __u32 tgid, __u3
 	}
 	val = bpf_map_lookup_elem(&info, &key);
 	if (!val) {
-		struct offwake_val init = { .blocked_ns = delta, .count = 1 };
+		struct hb_offwake_val init = { .blocked_ns = delta, .count = 1 };
 
 		bpf_probe_read_kernel_str(init.comm, sizeof(init.comm), next->comm);
 		if (w)
@@ -190,8 +190,8 @@ static __always_inline void switch_in(struct task_struct *next, __u32 tgid, __u3
 		err = bpf_map_update_elem(&info, &key, &init, BPF_NOEXIST);
 		if (!err)
 			return;
-		if (err != -EEXIST) {
-			count_lost();
+		if (err != -HB_EEXIST) {
+			hb_count_lost();
 			return;
 		}
 		val = bpf_map_lookup_elem(&info, &key);
@@ -207,9 +207,9 @@ int BPF_PROG(ow_switch, bool preempt, struct task_struct *prev, struct task_stru
 {
 	__u32 prev_tid = prev->pid, next_tid = next->pid;
 
-	if (prev_tid && is_target(prev->tgid))
+	if (prev_tid && hb_is_target(prev->tgid))
 		switch_out(ctx, preempt, prev);
-	if (next_tid && is_target(next->tgid))
+	if (next_tid && hb_is_target(next->tgid))
 		switch_in(next, next->tgid, next_tid);
 	return 0;
 }
@@ -221,10 +221,10 @@ SEC("tp_btf/sched_waking")
 int BPF_PROG(ow_waking, struct task_struct *p)
 {
 	__u64 id;
-	struct thread *t;
-	struct waker *w;
+	struct hb_thread *t;
+	struct hb_waker *w;
 
-	if (!p->pid || !is_target(p->tgid))
+	if (!p->pid || !hb_is_target(p->tgid))
 		return 0;
 	/* Not created here: a thread never switched out has no blocking to
 	 * attribute a wake-up to. */
@@ -236,11 +236,11 @@ int BPF_PROG(ow_waking, struct task_struct *p)
 	w->tgid = id >> 32;
 	/* An interrupted task's user stack woke no one: not taken. */
 	if (waker_interrupted((__u32)id)) {
-		w->flags = WAKER_INTERRUPT;
+		w->flags = HB_WAKER_INTERRUPT;
 		w->user_stack = 0;
 	} else {
 		w->flags = 0;
-		w->user_stack = user_stack();
+		w->user_stack = hb_user_stack();
 	}
 	w->kern_stack_id = kernel_stacks ? kernel_stack_id(ctx) : -EFAULT;
 	bpf_get_current_comm(w->comm, sizeof(w->comm));
@@ -251,7 +251,7 @@ int BPF_PROG(ow_waking, struct task_struct *p)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(ow_fork, struct task_struct *parent, struct task_struct *child)
 {
-	target_fork(child->tgid);
+	hb_target_fork(child->tgid);
 	return 0;
 }
 
@@ -261,7 +261,7 @@ int BPF_PROG(ow_exit)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 
 	/* The thread's storage goes with its task_struct. */
-	target_exit(pid_tgid >> 32);
+	hb_target_exit(pid_tgid >> 32);
 	return 0;
 }
 

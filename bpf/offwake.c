@@ -24,8 +24,8 @@
 
 struct entry {
 	struct folded_head h;
-	struct offwake_key key;
-	struct offwake_val val;
+	struct hb_offwake_key key;
+	struct hb_offwake_val val;
 };
 
 struct result {
@@ -80,7 +80,7 @@ static void snapshot_once(struct ctx *c, pid_t pid)
 
 static void snapshot_one(const void *key, const void *value, void *arg)
 {
-	const struct offwake_key *k = key;
+	const struct hb_offwake_key *k = key;
 
 	(void)value;
 	snapshot_once(arg, k->tgid);
@@ -136,8 +136,8 @@ static void snapshot_all(void *arg)
 	c->nseen = 0;
 	for (i = 0; i < c->env->npids; i++)
 		snapshot_once(c, c->env->pids[i]);
-	for_each_entry(bpf_map__fd(c->skel->maps.info), sizeof(struct offwake_key),
-		       sizeof(struct offwake_val), snapshot_one, c);
+	for_each_entry(bpf_map__fd(c->skel->maps.info), sizeof(struct hb_offwake_key),
+		       sizeof(struct hb_offwake_val), snapshot_one, c);
 }
 
 static const char *lost_frame(__s32 id)
@@ -154,7 +154,7 @@ static const char *lost_frame(__s32 id)
 static void add_kernel_stack(struct strbuf *b, int fd, __s32 id, bool root_first,
 			     const struct ksyms *ksyms)
 {
-	__u64 ips[MAX_STACK_DEPTH] = {};
+	__u64 ips[HB_MAX_STACK_DEPTH] = {};
 	char buf[256];
 	const char *name;
 	int n = 0, first = 0, i, k;
@@ -163,7 +163,7 @@ static void add_kernel_stack(struct strbuf *b, int fd, __s32 id, bool root_first
 		sb_frame(b, lost_frame(id));
 		return;
 	}
-	while (n < MAX_STACK_DEPTH && ips[n])
+	while (n < HB_MAX_STACK_DEPTH && ips[n])
 		n++;
 	/* The innermost frames are our own program and the tracepoint's call
 	 * into it: left out. */
@@ -194,14 +194,14 @@ static void add_user_stack(struct strbuf *b, int fd, __u64 hash, bool root_first
 static bool in_interrupt(int fd, __s32 id, const struct ksyms *ksyms)
 {
 	static const char *const marks[] = { "asm_sysvec_", "asm_common_interrupt" };
-	__u64 ips[MAX_STACK_DEPTH] = {};
+	__u64 ips[HB_MAX_STACK_DEPTH] = {};
 	const char *name;
 	size_t m;
 	int i;
 
 	if (id < 0 || bpf_map_lookup_elem(fd, &id, ips))
 		return false;
-	for (i = 0; i < MAX_STACK_DEPTH && ips[i]; i++) {
+	for (i = 0; i < HB_MAX_STACK_DEPTH && ips[i]; i++) {
 		name = ksyms_name(ksyms, ips[i]);
 		for (m = 0; name && m < sizeof(marks) / sizeof(marks[0]); m++)
 			if (!strncmp(name, marks[m], strlen(marks[m])))
@@ -213,7 +213,7 @@ static bool in_interrupt(int fd, __s32 id, const struct ksyms *ksyms)
 static const char *state_frame(__u32 state, char *buf, size_t len)
 {
 	switch (state) {
-	case STATE_PREEMPTED:
+	case HB_STATE_PREEMPTED:
 		return "[R preempted]";
 	case 1:
 		return "[S sleeping]";
@@ -232,7 +232,7 @@ static const char *state_frame(__u32 state, char *buf, size_t len)
 static char *fold(const struct entry *e, int fd, int user_fd, struct syms *syms,
 		  const struct ksyms *ksyms)
 {
-	const struct offwake_key *k = &e->key;
+	const struct hb_offwake_key *k = &e->key;
 	struct strbuf b = {};
 	char buf[32];
 
@@ -242,19 +242,19 @@ static char *fold(const struct entry *e, int fd, int user_fd, struct syms *syms,
 	if (kernel_stacks)
 		add_kernel_stack(&b, fd, k->kern_stack_id, true, ksyms);
 	sb_frame(&b, "--");
-	if (k->state == STATE_PREEMPTED) {
+	if (k->state == HB_STATE_PREEMPTED) {
 		sb_frame(&b, "[runnable: no wake-up]");
 	} else if (!k->waker_tid && !e->val.waker_comm[0]) {
 		sb_frame(&b, "[waker not seen]");
 	} else {
 		const char *comm = e->val.waker_comm[0] ? e->val.waker_comm : "?";
-		char irq[TASK_COMM_LEN + 32];
+		char irq[HB_TASK_COMM_LEN + 32];
 
 		if (kernel_stacks)
 			add_kernel_stack(&b, fd, k->waker_kern_stack_id, false, ksyms);
 		/* In an interrupt the user stack is the interrupted task's: left out
 		 * (not taken when the program saw the interrupt). */
-		if (k->waker_flags & WAKER_INTERRUPT ||
+		if (k->waker_flags & HB_WAKER_INTERRUPT ||
 		    in_interrupt(fd, k->waker_kern_stack_id, ksyms)) {
 			snprintf(irq, sizeof(irq), "[interrupt] in %s", comm);
 			sb_frame(&b, irq);
@@ -289,7 +289,7 @@ static void write_result(struct json *j, const struct env *env, struct offwake_b
 
 		blocked += e->val.blocked_ns;
 		blocks += e->val.count;
-		if (e->key.state == STATE_PREEMPTED)
+		if (e->key.state == HB_STATE_PREEMPTED)
 			preempted += e->val.blocked_ns;
 		else if (e->key.waker_tid || e->val.waker_comm[0])
 			woken += e->val.blocked_ns;
@@ -315,12 +315,12 @@ static void write_result(struct json *j, const struct env *env, struct offwake_b
 		json_u64(j, env->pids[i]);
 	json_end_array(j);
 	json_kv_u64(j, "window_ns", win->total_ns);
-	json_kv_u64(j, "lost_events", skel->bss->lost_events + prog_misses(skel->obj));
+	json_kv_u64(j, "lost_events", skel->bss->hb_lost_events + prog_misses(skel->obj));
 	json_kv_bool(j, "kernel_stacks", kernel_stacks);
 	json_key(j, "lost_stacks");
 	json_begin_object(j);
 	json_kv_u64(j, "collisions", skel->bss->stack_collisions);
-	json_kv_u64(j, "errors", skel->bss->stack_errors);
+	json_kv_u64(j, "errors", skel->bss->hb_stack_errors);
 	json_end_object(j);
 	json_key(j, "stacks");
 	json_begin_array(j);
@@ -340,7 +340,7 @@ static void write_result(struct json *j, const struct env *env, struct offwake_b
 	json_kv_u64(j, "woken_ns", woken);
 	json_kv_u64(j, "preempted_ns", preempted);
 	json_kv_u64(j, "waker_unseen_ns", unknown);
-	json_kv_u64(j, "lost_stacks", skel->bss->stack_collisions + skel->bss->stack_errors);
+	json_kv_u64(j, "lost_stacks", skel->bss->stack_collisions + skel->bss->hb_stack_errors);
 	json_end_object(j);
 	write_prog_stats(j, env, skel->obj);
 	json_end_object(j);
@@ -365,6 +365,9 @@ int main(int argc, char **argv)
 		unavailable("offwake attaches with tp_btf only");
 	if (!probe_tp_btf("sched_switch") || !probe_tp_btf("sched_waking"))
 		unavailable("the kernel cannot attach tp_btf programs to sched_switch/sched_waking");
+	if (!probe_user_stacks())
+		unavailable("the kernel lacks bpf_task_pt_regs() or bpf_get_current_task_btf() "
+			    "(Linux 5.15), which its user stacks need");
 
 	skel = offwake_bpf__open();
 	if (!skel)
@@ -379,7 +382,7 @@ int main(int argc, char **argv)
 	if (err)
 		unavailable("cannot load the BPF programs: %s", strerror(-err));
 	for (i = 0; i < (size_t)env.npids; i++)
-		targets_add(skel->bss->targets, env.pids[i]);
+		targets_add(skel->bss->hb_targets, env.pids[i]);
 	err = offwake_bpf__attach(skel);
 	if (err)
 		unavailable("cannot attach the BPF programs: %s", strerror(-err));
@@ -388,8 +391,8 @@ int main(int argc, char **argv)
 	c.env = &env;
 	c.syms = syms_new();
 	snapshot_all(&c);
-	w.enabled = &skel->bss->enabled;
-	w.start_ns = &skel->bss->window_start_ns;
+	w.enabled = &skel->bss->hb_enabled;
+	w.start_ns = &skel->bss->hb_window_start_ns;
 	w.on_close = snapshot_all;
 	w.ctx = &c;
 	run_window(&w, &env);
@@ -398,9 +401,9 @@ int main(int argc, char **argv)
 
 	ksyms = ksyms_load();
 	fd = bpf_map__fd(skel->maps.stacks);
-	user_fd = bpf_map__fd(skel->maps.user_stacks);
-	r.entries = read_entries(bpf_map__fd(skel->maps.info), sizeof(struct offwake_key),
-				 sizeof(struct offwake_val), sizeof(struct entry),
+	user_fd = bpf_map__fd(skel->maps.hb_user_stacks);
+	r.entries = read_entries(bpf_map__fd(skel->maps.info), sizeof(struct hb_offwake_key),
+				 sizeof(struct hb_offwake_val), sizeof(struct entry),
 				 offsetof(struct entry, key), offsetof(struct entry, val), &r.n);
 	for (i = 0; i < r.n; i++) {
 		r.entries[i].h.tgid = r.entries[i].key.tgid;

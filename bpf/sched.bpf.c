@@ -24,21 +24,21 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_THREADS);
 	__type(key, __u64);
-	__type(value, struct thread_stats);
+	__type(value, struct hb_thread_stats);
 } threads SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_WAKEUP_PAIRS);
-	__type(key, struct wakeup_key);
-	__type(value, struct wakeup_val);
+	__type(key, struct hb_wakeup_key);
+	__type(value, struct hb_wakeup_val);
 } wakeups SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PAIR_SLOTS);
+	__uint(max_entries, HB_PAIR_SLOTS);
 	__type(key, __u32);
-	__type(value, struct pair_slot);
+	__type(value, struct hb_pair_slot);
 } pair_slots SEC(".maps");
 
 /* Switch-outs in the window not preceded by the switch-in that must have come
@@ -49,23 +49,23 @@ __u64 missed_switch_ins;
 
 /* Too large for the BPF stack: the initial value lives in .bss (runqlat's
  * `static struct hist zero`). */
-static struct thread_stats zero_stats;
+static struct hb_thread_stats zero_stats;
 
 /* One entry per target thread seen since attaching, holding both its counters
  * and its timestamps, so that an event costs one lookup per thread. Counters
  * only the thread's own switches update are written without atomics: a
  * thread is switched on or off one CPU at a time. */
-static __always_inline struct thread_stats *thread_stats(__u64 pid_tgid, struct task_struct *task)
+static __always_inline struct hb_thread_stats *hb_thread_stats(__u64 pid_tgid, struct task_struct *task)
 {
-	struct thread_stats *st;
+	struct hb_thread_stats *st;
 	long err;
 
 	st = bpf_map_lookup_elem(&threads, &pid_tgid);
 	if (st)
 		return st;
 	err = bpf_map_update_elem(&threads, &pid_tgid, &zero_stats, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
-		count_lost();
+	if (err && err != -HB_EEXIST) {
+		hb_count_lost();
 		return NULL;
 	}
 	st = bpf_map_lookup_elem(&threads, &pid_tgid);
@@ -79,19 +79,19 @@ static __always_inline struct thread_stats *thread_stats(__u64 pid_tgid, struct 
 static __always_inline void switch_out(__u64 pid_tgid, struct task_struct *prev, bool voluntary,
 				       __u64 now)
 {
-	struct thread_stats *st;
+	struct hb_thread_stats *st;
 	bool missed;
 
-	st = thread_stats(pid_tgid, prev);
+	st = hb_thread_stats(pid_tgid, prev);
 	if (!st)
 		return;
-	missed = st->state == STATE_OFF && st->off_ts;
+	missed = st->state == HB_STATE_OFF && st->off_ts;
 	st->off_ts = now;
-	st->state = STATE_OFF;
+	st->state = HB_STATE_OFF;
 	/* Preempted while runnable: back on the run queue right away (runqlat). */
 	if (!voluntary)
 		st->runq_ts = now;
-	if (!enabled)
+	if (!hb_enabled)
 		return;
 	if (voluntary)
 		st->voluntary++;
@@ -105,28 +105,28 @@ static __always_inline void switch_out(__u64 pid_tgid, struct task_struct *prev,
 
 static __always_inline void switch_in(__u64 pid_tgid, struct task_struct *next, __u64 now)
 {
-	struct thread_stats *st;
+	struct hb_thread_stats *st;
 	__u64 off_ts, runq_ts;
 	__u64 delta;
 
-	st = thread_stats(pid_tgid, next);
+	st = hb_thread_stats(pid_tgid, next);
 	if (!st)
 		return;
 	/* off_ts 0 (no switch-out seen): off CPU since before attaching, so
 	 * counted from the window start. */
 	off_ts = st->off_ts;
 	runq_ts = st->runq_ts;
-	st->state = STATE_ON;
-	if (!enabled)
+	st->state = HB_STATE_ON;
+	if (!hb_enabled)
 		return;
-	delta = window_delta(off_ts, now);
+	delta = hb_window_delta(off_ts, now);
 	st->offcpu_ns += delta;
-	st->offcpu_hist[log2_slot(delta)]++;
+	st->offcpu_hist[hb_log2_slot(delta)]++;
 	/* An enqueue older than the switch-out is stale (a wake-up not seen). */
 	if (runq_ts && runq_ts >= off_ts) {
-		delta = window_delta(runq_ts, now);
+		delta = hb_window_delta(runq_ts, now);
 		st->runq_ns += delta;
-		st->runq_hist[log2_slot(delta)]++;
+		st->runq_hist[hb_log2_slot(delta)]++;
 	}
 }
 
@@ -135,10 +135,10 @@ static __always_inline int on_switch(bool btf, unsigned long long *ctx, bool pre
 				     struct task_struct *prev, struct task_struct *next)
 {
 	__u64 prev_id = bpf_get_current_pid_tgid();
-	__u32 next_tid = TASK_FIELD(btf, next, pid);
-	__u32 next_tgid = TASK_FIELD(btf, next, tgid);
-	bool prev_target = (__u32)prev_id && is_target(prev_id >> 32);
-	bool next_target = next_tid && is_target(next_tgid);
+	__u32 next_tid = HB_TASK_FIELD(btf, next, pid);
+	__u32 next_tgid = HB_TASK_FIELD(btf, next, tgid);
+	bool prev_target = (__u32)prev_id && hb_is_target(prev_id >> 32);
+	bool next_target = next_tid && hb_is_target(next_tgid);
 	bool voluntary;
 	long state;
 	__u64 now;
@@ -147,11 +147,11 @@ static __always_inline int on_switch(bool btf, unsigned long long *ctx, bool pre
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (prev_target) {
-		state = has_prev_state_arg ? (long)ctx[3] : task_state(prev);
+		state = has_prev_state_arg ? (long)ctx[3] : hb_task_state(prev);
 		/* __schedule() counts nvcsw only for a task that blocks: not
 		 * preempted and not TASK_RUNNING. A task preempted between
 		 * setting its state and calling schedule() counts as nivcsw. */
-		voluntary = !preempt && state != TASK_RUNNING;
+		voluntary = !preempt && state != HB_TASK_RUNNING;
 		switch_out(prev_id, prev, voluntary, now);
 	}
 	if (next_target)
@@ -164,10 +164,10 @@ static __always_inline int on_switch(bool btf, unsigned long long *ctx, bool pre
 static __always_inline void count_waker(struct task_struct *p, __u32 tgid, __u32 tid)
 {
 	__u64 waker = bpf_get_current_pid_tgid();
-	__u32 slot = pair_slot(waker, tid);
-	struct wakeup_key key = {};
-	struct wakeup_val *val;
-	struct pair_slot *ps;
+	__u32 slot = hb_pair_slot(waker, tid);
+	struct hb_wakeup_key key = {};
+	struct hb_wakeup_val *val;
+	struct hb_pair_slot *ps;
 	bool claim;
 	long err;
 
@@ -185,7 +185,7 @@ static __always_inline void count_waker(struct task_struct *p, __u32 tgid, __u32
 	key.wakee_tid = tid;
 	val = bpf_map_lookup_elem(&wakeups, &key);
 	if (!val) {
-		struct wakeup_val init = {
+		struct hb_wakeup_val init = {
 			.count = !claim,
 			.waker_tgid = waker >> 32,
 			.wakee_tgid = tgid,
@@ -194,10 +194,10 @@ static __always_inline void count_waker(struct task_struct *p, __u32 tgid, __u32
 		bpf_get_current_comm(init.waker_comm, sizeof(init.waker_comm));
 		bpf_probe_read_kernel_str(init.wakee_comm, sizeof(init.wakee_comm), p->comm);
 		err = bpf_map_update_elem(&wakeups, &key, &init, BPF_NOEXIST);
-		if (err == -EEXIST)
+		if (err == -HB_EEXIST)
 			val = bpf_map_lookup_elem(&wakeups, &key);
 		else if (err) {
-			count_lost();
+			hb_count_lost();
 			return;
 		}
 		if (!err && !claim)
@@ -214,19 +214,19 @@ static __always_inline void count_waker(struct task_struct *p, __u32 tgid, __u32
 
 static __always_inline int on_wakeup(bool btf, struct task_struct *p, bool new_task)
 {
-	__u32 tgid = TASK_FIELD(btf, p, tgid);
-	__u32 tid = TASK_FIELD(btf, p, pid);
-	struct thread_stats *st;
+	__u32 tgid = HB_TASK_FIELD(btf, p, tgid);
+	__u32 tid = HB_TASK_FIELD(btf, p, pid);
+	struct hb_thread_stats *st;
 	__u64 now;
 
-	if (!is_target(tgid))
+	if (!hb_is_target(tgid))
 		return 0;
 	if (counters_only && !new_task) {
-		if (enabled)
+		if (hb_enabled)
 			count_waker(p, tgid, tid);
 		return 0;
 	}
-	st = thread_stats((__u64)tgid << 32 | tid, p);
+	st = hb_thread_stats((__u64)tgid << 32 | tid, p);
 	if (!st)
 		return 0;
 	now = bpf_ktime_get_ns();
@@ -235,10 +235,10 @@ static __always_inline int on_wakeup(bool btf, struct task_struct *p, bool new_t
 	 * wake-up is its creation, not a wake-up. */
 	if (new_task) {
 		st->off_ts = now;
-		st->state = STATE_OFF;
+		st->state = HB_STATE_OFF;
 		return 0;
 	}
-	if (enabled) {
+	if (hb_enabled) {
 		/* Wakers on any CPU: atomic. */
 		__sync_fetch_and_add(&st->wakeups, 1);
 		count_waker(p, tgid, tid);
@@ -254,9 +254,9 @@ static __always_inline int on_exit(void)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct task_struct *task;
-	struct thread_stats *st;
+	struct hb_thread_stats *st;
 
-	if (!target_exit(pid_tgid >> 32))
+	if (!hb_target_exit(pid_tgid >> 32))
 		return 0;
 	if (!counters_only) {
 		st = bpf_map_lookup_elem(&threads, &pid_tgid);
@@ -265,7 +265,7 @@ static __always_inline int on_exit(void)
 		return 0;
 	}
 	task = (struct task_struct *)bpf_get_current_task();
-	st = thread_stats(pid_tgid, task);
+	st = hb_thread_stats(pid_tgid, task);
 	if (!st)
 		return 0;
 	bpf_get_current_comm(st->comm, sizeof(st->comm));
@@ -317,14 +317,14 @@ int BPF_PROG(sc_wakenew_raw, struct task_struct *p)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(sc_fork_btf, struct task_struct *parent, struct task_struct *child)
 {
-	target_fork(child->tgid);
+	hb_target_fork(child->tgid);
 	return 0;
 }
 
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(sc_fork_raw, struct task_struct *parent, struct task_struct *child)
 {
-	target_fork(BPF_CORE_READ(child, tgid));
+	hb_target_fork(BPF_CORE_READ(child, tgid));
 	return 0;
 }
 

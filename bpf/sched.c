@@ -23,7 +23,7 @@
 struct thread {
 	__u32 tgid;
 	__u32 tid;
-	struct thread_stats st;
+	struct hb_thread_stats st;
 	/* --counters-only: from /proc/PID/task/TID/schedstat. */
 	__u64 oncpu_ns;
 	__u64 timeslices;
@@ -53,8 +53,8 @@ struct counters_state {
 };
 
 struct wakeup {
-	struct wakeup_key key;
-	struct wakeup_val val;
+	struct hb_wakeup_key key;
+	struct hb_wakeup_val val;
 };
 
 struct result {
@@ -65,13 +65,13 @@ struct result {
 	size_t nwakeups;
 };
 
-static bool active(const struct thread_stats *st)
+static bool active(const struct hb_thread_stats *st)
 {
 	int s;
 
 	if (st->voluntary || st->involuntary || st->wakeups)
 		return true;
-	for (s = 0; s < MAX_SLOTS; s++)
+	for (s = 0; s < HB_MAX_SLOTS; s++)
 		if (st->offcpu_hist[s])
 			return true;
 	return false;
@@ -80,7 +80,7 @@ static bool active(const struct thread_stats *st)
 /* Threads seen only outside the window are left out. */
 static void add_thread(const void *key, const void *value, void *ctx)
 {
-	const struct thread_stats *st = value;
+	const struct hb_thread_stats *st = value;
 	struct result *r = ctx;
 	__u64 pid_tgid = *(const __u64 *)key;
 	struct thread *t;
@@ -110,14 +110,14 @@ static int cmp_pair(const void *a, const void *b)
 static void add_pair_slots(struct result *r, int fd)
 {
 	int ncpus = libbpf_num_possible_cpus(), cpu;
-	struct pair_slot *slots;
+	struct hb_pair_slot *slots;
 	struct wakeup want, *w;
 	__u32 slot;
 
 	if (ncpus <= 0 || !(slots = calloc(ncpus, sizeof(*slots))))
 		fatal("out of memory");
 	sort_array(r->wakeups, r->nwakeups, sizeof(*r->wakeups), cmp_pair);
-	for (slot = 0; slot < PAIR_SLOTS; slot++) {
+	for (slot = 0; slot < HB_PAIR_SLOTS; slot++) {
 		if (bpf_map_lookup_elem(fd, &slot, slots))
 			continue;
 		for (cpu = 0; cpu < ncpus; cpu++) {
@@ -204,7 +204,7 @@ static struct task_counters *read_targets(const __u64 *targets, size_t *n)
 	int word, bit;
 
 	*n = 0;
-	for (word = 0; word < TARGET_WORDS; word++) {
+	for (word = 0; word < HB_TARGET_WORDS; word++) {
 		if (!targets[word])
 			continue;
 		for (bit = 0; bit < 64; bit++) {
@@ -235,7 +235,7 @@ static void counters_open(void *ctx)
 	struct counters_state *cs = ctx;
 
 	free(cs->opened);
-	cs->opened = read_targets(cs->skel->bss->targets, &cs->nopened);
+	cs->opened = read_targets(cs->skel->bss->hb_targets, &cs->nopened);
 }
 
 /* When a thread not read at the opening started: its sched_wakeup_new time
@@ -243,7 +243,7 @@ static void counters_open(void *ctx)
 static __u64 thread_start(struct counters_state *cs, __u32 tgid, __u32 tid, __u64 opened_ns)
 {
 	__u64 key = (__u64)tgid << 32 | tid;
-	struct thread_stats st;
+	struct hb_thread_stats st;
 
 	if (bpf_map_lookup_elem(bpf_map__fd(cs->skel->maps.threads), &key, &st) ||
 	    st.off_ts < opened_ns)
@@ -262,8 +262,8 @@ struct exit_readings {
  * as the BPF side read them at its exit. */
 static void add_exited(const void *key, const void *value, void *ctx)
 {
-	const struct thread_stats *st = value;
-	const struct exit_counters *x = &st->exited;
+	const struct hb_thread_stats *st = value;
+	const struct hb_exit_counters *x = &st->exited;
 	struct exit_readings *e = ctx;
 	__u64 pid_tgid = *(const __u64 *)key;
 	struct task_counters c = { .tgid = pid_tgid >> 32, .tid = (__u32)pid_tgid };
@@ -288,14 +288,14 @@ static void counters_close(void *ctx)
 {
 	struct counters_state *cs = ctx;
 	struct task_counters *closed, *before, *sum, zero;
-	__u64 opened_ns = cs->skel->bss->window_start_ns;
+	__u64 opened_ns = cs->skel->bss->hb_window_start_ns;
 	struct exit_readings e = { .opened_ns = opened_ns };
 	size_t n, i, nsorted = cs->ncounted;
 
-	e.readings = read_targets(cs->skel->bss->targets, &e.n);
+	e.readings = read_targets(cs->skel->bss->hb_targets, &e.n);
 	e.nsorted = e.n;
 	for_each_entry(bpf_map__fd(cs->skel->maps.threads), sizeof(__u64),
-		       sizeof(struct thread_stats), add_exited, &e);
+		       sizeof(struct hb_thread_stats), add_exited, &e);
 	sort_array(e.readings, e.n, sizeof(*e.readings), cmp_task);
 	closed = e.readings;
 	n = e.n;
@@ -350,7 +350,7 @@ static int cmp_wakeup(const void *a, const void *b)
 static void exited_comm(const struct counters_state *cs, struct thread *t)
 {
 	__u64 key = (__u64)t->tgid << 32 | t->tid;
-	struct thread_stats st;
+	struct hb_thread_stats st;
 
 	if (!bpf_map_lookup_elem(bpf_map__fd(cs->skel->maps.threads), &key, &st))
 		memcpy(t->st.comm, st.comm, sizeof(t->st.comm));
@@ -440,8 +440,8 @@ static const char *thread_comm(const struct result *r, __u32 tgid, __u32 tid, co
 static void write_result(struct json *j, const struct env *env, struct sched_bpf *skel,
 			 const struct window *w, enum attach_mode mode, const struct result *r)
 {
-	__u64 vol = 0, invol = 0, offcpu = 0, runq = 0, wakeups = 0, runq_hist[MAX_SLOTS] = {};
-	const struct thread_stats *st;
+	__u64 vol = 0, invol = 0, offcpu = 0, runq = 0, wakeups = 0, runq_hist[HB_MAX_SLOTS] = {};
+	const struct hb_thread_stats *st;
 	size_t i;
 	int s;
 
@@ -455,7 +455,7 @@ static void write_result(struct json *j, const struct env *env, struct sched_bpf
 		json_u64(j, env->pids[s]);
 	json_end_array(j);
 	json_kv_u64(j, "window_ns", w->total_ns);
-	json_kv_u64(j, "lost_events", skel->bss->lost_events + prog_misses(skel->obj));
+	json_kv_u64(j, "lost_events", skel->bss->hb_lost_events + prog_misses(skel->obj));
 	json_kv_u64(j, "missed_switch_ins", skel->bss->missed_switch_ins);
 
 	json_key(j, "threads");
@@ -469,9 +469,9 @@ static void write_result(struct json *j, const struct env *env, struct sched_bpf
 		json_kv_u64(j, "voluntary_switches", st->voluntary);
 		json_kv_u64(j, "involuntary_switches", st->involuntary);
 		json_kv_u64(j, "offcpu_ns", st->offcpu_ns);
-		json_kv_hist(j, "offcpu_hist_log2_ns", st->offcpu_hist, MAX_SLOTS);
+		json_kv_hist(j, "offcpu_hist_log2_ns", st->offcpu_hist, HB_MAX_SLOTS);
 		json_kv_u64(j, "runq_ns", st->runq_ns);
-		json_kv_hist(j, "runq_hist_log2_ns", st->runq_hist, MAX_SLOTS);
+		json_kv_hist(j, "runq_hist_log2_ns", st->runq_hist, HB_MAX_SLOTS);
 		json_kv_u64(j, "wakeups_received", st->wakeups);
 		json_kv_u64(j, "missed_switch_ins", st->missed_switch_ins);
 		if (env->counters_only) {
@@ -484,7 +484,7 @@ static void write_result(struct json *j, const struct env *env, struct sched_bpf
 		offcpu += st->offcpu_ns;
 		runq += st->runq_ns;
 		wakeups += st->wakeups;
-		for (s = 0; s < MAX_SLOTS; s++)
+		for (s = 0; s < HB_MAX_SLOTS; s++)
 			runq_hist[s] += st->runq_hist[s];
 	}
 	json_end_array(j);
@@ -515,7 +515,7 @@ static void write_result(struct json *j, const struct env *env, struct sched_bpf
 	json_kv_u64(j, "offcpu_ns", offcpu);
 	json_kv_u64(j, "runq_ns", runq);
 	json_kv_u64(j, "wakeups", wakeups);
-	json_kv_hist(j, "runq_hist_log2_ns", runq_hist, MAX_SLOTS);
+	json_kv_hist(j, "runq_hist_log2_ns", runq_hist, HB_MAX_SLOTS);
 	json_end_object(j);
 	write_prog_stats(j, env, skel->obj);
 	json_end_object(j);
@@ -566,14 +566,14 @@ int main(int argc, char **argv)
 		unavailable("cannot load the BPF programs (%s): %s", attach_mode_name(mode),
 			    strerror(-err));
 	for (i = 0; i < env.npids; i++)
-		targets_add(skel->bss->targets, env.pids[i]);
+		targets_add(skel->bss->hb_targets, env.pids[i]);
 	err = sched_bpf__attach(skel);
 	if (err)
 		unavailable("cannot attach the BPF programs (%s): %s", attach_mode_name(mode),
 			    strerror(-err));
 
-	w.enabled = &skel->bss->enabled;
-	w.start_ns = &skel->bss->window_start_ns;
+	w.enabled = &skel->bss->hb_enabled;
+	w.start_ns = &skel->bss->hb_window_start_ns;
 	if (env.counters_only) {
 		cs.skel = skel;
 		w.on_open = counters_open;
@@ -583,8 +583,8 @@ int main(int argc, char **argv)
 	run_window(&w, &env);
 	sched_bpf__detach(skel);
 
-	r.wakeups = read_entries(bpf_map__fd(skel->maps.wakeups), sizeof(struct wakeup_key),
-				 sizeof(struct wakeup_val), sizeof(struct wakeup),
+	r.wakeups = read_entries(bpf_map__fd(skel->maps.wakeups), sizeof(struct hb_wakeup_key),
+				 sizeof(struct hb_wakeup_val), sizeof(struct wakeup),
 				 offsetof(struct wakeup, key), offsetof(struct wakeup, val),
 				 &r.nwakeups);
 	add_pair_slots(&r, bpf_map__fd(skel->maps.pair_slots));
@@ -594,7 +594,7 @@ int main(int argc, char **argv)
 		drop_idle(&r);
 	} else {
 		for_each_entry(bpf_map__fd(skel->maps.threads), sizeof(__u64),
-			       sizeof(struct thread_stats), add_thread, &r);
+			       sizeof(struct hb_thread_stats), add_thread, &r);
 	}
 	sort_array(r.threads, r.nthreads, sizeof(*r.threads), cmp_thread);
 	sort_array(r.wakeups, r.nwakeups, sizeof(*r.wakeups), cmp_wakeup);

@@ -454,11 +454,11 @@ const char *syms_name(struct syms *s, pid_t pid, __u64 addr, bool return_addr, c
 bool sb_user_stack(struct strbuf *b, struct syms *s, int fd, __u64 hash, pid_t pid,
 		   bool root_first)
 {
-	struct user_stack st;
+	struct hb_user_stack st;
 	char buf[256];
 	__u32 k, i;
 
-	if (!hash || bpf_map_lookup_elem(fd, &hash, &st) || st.nr > MAX_STACK_DEPTH)
+	if (!hash || bpf_map_lookup_elem(fd, &hash, &st) || st.nr > HB_MAX_STACK_DEPTH)
 		return false;
 	for (k = 0; k < st.nr; k++) {
 		i = root_first ? st.nr - 1 - k : k;

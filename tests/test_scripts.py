@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import fcntl
 import json
+import lzma
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +23,11 @@ IO_BENCH = REPO_ROOT / "workloads" / "target" / "release" / "io-bench"
 RUN_BY = {
     "bench-detection": "test_bench_detection_with_few_seeds",
     "bench-history": "test_bench_history_with_two_nights",
+    "check-core": "test_check_core_on_the_committed_kernels",
     "check-venv-access.sh": "test_check_venv_access_on_the_venv",
     "install-system-deps.sh": "test_install_system_deps_changes_nothing_here",
     "io-vs-fio": "test_io_vs_fio_one_small_round",
+    "kernel-btf": "test_kernel_btf_from_a_package",
     "nightly": "test_nightly_on_the_fixture_suites",
 }
 
@@ -239,3 +243,85 @@ def test_check_venv_access_names_a_private_interpreter(tmp_path: Path) -> None:
     assert f"its Python {python} is under {private}, which other users cannot enter" in " ".join(
         done.stderr.split()
     )
+
+
+BPF_DIR = REPO_ROOT / "bpf"
+OTHER_KERNELS = ("debian-6.1.0-50-amd64", "debian-6.1.0-50-arm64")
+COLLECTORS = ("sched", "futex", "gc", "offwake")
+
+
+def bpf_toolchain_problem() -> str | None:
+    return (
+        tool_problem("bpftool", "bpftool")
+        or tool_problem("clang", "clang")
+        or tool_problem("llvm-objdump", "llvm")
+    )
+
+
+@pytest.mark.bpf
+def test_check_core_on_the_committed_kernels() -> None:
+    """Every collector's relocations and attach targets resolve on Debian 12's 6.1 kernel of
+    both architectures (and the running kernel), whose BTF differs from the headers' 6.12."""
+    need(bpf_toolchain_problem())
+    done = run([SCRIPTS / "check-core"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    for kernel in OTHER_KERNELS:
+        arch = "arm64" if kernel.endswith("arm64") else "x86"
+        for collector in COLLECTORS:
+            line = re.search(
+                rf"^{collector} +{arch} +{kernel}: (\d+) relocations .*, ok$", done.stdout, re.M
+            )
+            assert line, (collector, kernel, done.stdout)
+            assert int(line[1]) > 0  # each collector reads kernel structures
+    assert "the running kernel" in done.stdout
+
+
+@pytest.mark.bpf
+def test_check_core_names_a_field_an_older_kernel_lacks(tmp_path: Path) -> None:
+    """A program that reads task_struct.bpf_net_context (6.12's header has it, 6.1 has not)
+    compiles, and check-core fails naming the collector, the field and the kernel."""
+    need(bpf_toolchain_problem())
+    bpf = tmp_path / "bpf"
+    shutil.copytree(BPF_DIR, bpf, ignore=shutil.ignore_patterns("build"))
+    with (bpf / "sched.bpf.c").open("a") as source:
+        source.write(
+            '\nSEC("tp_btf/sched_switch")\nint hb_newer(u64 *ctx)\n{\n'
+            "\tstruct task_struct *task = bpf_get_current_task_btf();\n\n"
+            "\treturn BPF_CORE_READ(task, bpf_net_context) != 0;\n}\n"
+        )
+    kernel = BPF_DIR / "vmlinux" / "kernels" / f"{OTHER_KERNELS[0]}.btf.xz"
+    done = run([SCRIPTS / "check-core", "--bpf", bpf, kernel])
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert re.search(
+        rf"^check-core: sched \(x86\) on {OTHER_KERNELS[0]}: program 'tp_btf/sched_switch' "
+        r"relocation #\d+ <byte_off> struct task_struct\.bpf_net_context does not resolve$",
+        done.stderr,
+        re.M,
+    ), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr  # the other collectors still resolve
+
+
+@pytest.mark.unit
+def test_kernel_btf_from_a_package(tmp_path: Path) -> None:
+    """A kernel package whose vmlinuz carries the kernel (and its BTF) in an xz payload, as an
+    x86 bzImage does, gives back that BTF byte for byte."""
+    need(tool_problem("dpkg-deb", "dpkg") or tool_problem("bpftool", "bpftool"))
+    btf = lzma.decompress(
+        (BPF_DIR / "vmlinux" / "kernels" / f"{OTHER_KERNELS[0]}.btf.xz").read_bytes()
+    )
+    kernel = b"\x7fELF" + os.urandom(4096) + btf + os.urandom(4096)
+    package = tmp_path / "pkg"
+    (package / "boot").mkdir(parents=True)
+    (package / "DEBIAN").mkdir()
+    (package / "DEBIAN" / "control").write_text(
+        "Package: linux-image-test\nVersion: 1\nArchitecture: amd64\n"
+        "Maintainer: tests <t@localhost>\nDescription: a kernel for the test\n"
+    )
+    setup = b"MZ" + bytes(510) + b"HdrS" + bytes(1000)  # what precedes a bzImage's payload
+    (package / "boot" / "vmlinuz-test").write_bytes(setup + lzma.compress(kernel, lzma.FORMAT_XZ))
+    deb = tmp_path / "linux-image-test.deb"
+    subprocess.run(["dpkg-deb", "--build", package, deb], capture_output=True, check=True)
+    out = tmp_path / "out.btf"
+    done = run([sys.executable, SCRIPTS / "kernel-btf", deb, out])
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes() == btf
