@@ -21,7 +21,7 @@ from rich.text import Text
 
 from harness import hostinfo, jvm
 from harness.checks import BTF_FIX, PRIVILEGE_FIX, TRACEFS_FIX, Check
-from harness.probes import registry
+from harness.probes import kernel_features, registry
 from harness.probes.availability import effective_caps, held_caps
 from harness.stability import ADVICE
 
@@ -78,6 +78,22 @@ def check_btf(root: Path) -> Check:
         "no /sys/kernel/btf/vmlinux: CO-RE (libbpf) probes cannot load; bpftrace still may",
         BTF_FIX,
     )
+
+
+def check_kernel(root: Path) -> Check:
+    """The kernel against the oldest the probes support, and each feature they use."""
+    have = kernel_features.version(root)
+    release = hostinfo.read_text(root, "proc/sys/kernel/osrelease") or "unknown"
+    absent = [f for f in kernel_features.FEATURES if not kernel_features.present(f, root)]
+    features = ", ".join(
+        f"{f.name} {'missing' if f in absent else 'ok'} ({f.since})"
+        for f in kernel_features.FEATURES
+    )
+    detail = f"{release}; probes support >= {kernel_features.OLDEST}; {features}"
+    fix = f"a kernel >= {kernel_features.OLDEST} with CONFIG_DEBUG_INFO_BTF=y and uprobes"
+    if have is None or absent:
+        return Check("kernel", "missing" if kernel_features.BTF in absent else "warn", detail, fix)
+    return Check("kernel", "ok", detail)
 
 
 def check_paranoid(root: Path) -> Check:
@@ -196,6 +212,7 @@ LINUX_TOOLS = "linux-tools-$(uname -r) (Ubuntu)"
 CHECKS: list[tuple[str, Callable[[Path], Check]]] = [
     ("privileges", check_privileges),
     ("btf", check_btf),
+    ("kernel", check_kernel),
     (
         "perf",
         _tool_check(

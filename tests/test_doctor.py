@@ -15,6 +15,7 @@ pytestmark = pytest.mark.unit
 CHECK_NAMES = [
     "privileges",
     "btf",
+    "kernel",
     "perf",
     "perf_event_paranoid",
     "bpftrace",
@@ -178,3 +179,75 @@ def test_a_tool_wrapper_that_cannot_run_is_a_warning(
     assert checks["fio"].status == "ok"
     assert checks["fio"].detail.endswith("fio: fio-3.36")
     assert checks["clang"].status == "missing"
+
+
+def kernel_root(root: Path, release: str, btf: bytes, kallsyms: str, uprobes: bool) -> Path:
+    write(root, "proc/self/status", f"Name:\tx\nCapEff:\t{BPF_AND_PERFMON}")
+    write(root, "proc/sys/kernel/osrelease", release)
+    (root / "sys/kernel/btf").mkdir(parents=True)
+    (root / "sys/kernel/btf/vmlinux").write_bytes(btf)
+    write(root, "proc/kallsyms", kallsyms)
+    if uprobes:
+        write(root, "sys/bus/event_source/devices/uprobe/type", "7")
+    return root
+
+
+STACK_HELPERS = "ffffffff814d02a0 T bpf_task_pt_regs\nffffffff814cea50 T bpf_get_current_task_btf"
+TRACEPOINTS = b"\x9f\xeb\x01\x00\0btf_trace_sched_switch\0btf_trace_sched_waking\0"
+
+
+def test_a_kernel_with_every_feature_the_probes_use(tmp_path: Path) -> None:
+    checks = by_name(kernel_root(tmp_path, "6.1.0-50-amd64", TRACEPOINTS, STACK_HELPERS, True))
+    assert checks["kernel"].status == "ok", checks["kernel"]
+    assert checks["kernel"].detail == (
+        "6.1.0-50-amd64; probes support >= 5.15; btf ok (5.4), atomics ok (5.12), tp_btf ok "
+        "(5.5), user_stacks ok (5.15), uprobes ok (3.5)"
+    )
+
+
+def test_an_old_kernel_names_what_each_probe_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """5.10: no BPF atomics, no bpf_task_pt_regs(), no BTF tracepoint for sched_waking, and
+    this one has no uprobes."""
+    root = kernel_root(tmp_path, "5.10.0-28-amd64", b"\0btf_trace_sched_switch\0", "", False)
+    build = tmp_path / "build"
+    build.mkdir()
+    for name in ("sched", "futex", "offwake", "gc"):
+        (build / name).write_text("#!/bin/sh\n")
+        (build / name).chmod(0o755)
+    monkeypatch.setenv("HARNESS_BPF_BUILD", str(build))
+    checks = by_name(root)
+    assert checks["kernel"].status == "warn"
+    assert "atomics missing (5.12), tp_btf missing (5.5), user_stacks missing (5.15)" in (
+        checks["kernel"].detail
+    )
+    assert "uprobes missing (3.5)" in checks["kernel"].detail
+    lacks = "the kernel lacks "
+    assert checks["probe sched"].status == "missing"
+    assert checks["probe sched"].detail.startswith(lacks + "BPF atomic and/or")
+    offwake = checks["probe offwake"]
+    assert offwake.status == "missing"
+    assert "BTF tracepoints (tp_btf) on sched_switch and sched_waking (Linux 5.5)" in offwake.detail
+    assert "bpf_task_pt_regs(), for user stacks (Linux 5.15)" in offwake.detail
+    assert offwake.fix == "a kernel >= 5.15 has every feature the probes use"
+
+
+def test_a_missing_fallback_feature_is_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 5.12 kernel: futex counts waits without stacks, sched attaches to raw tracepoints."""
+    root = kernel_root(tmp_path, "5.12.0", b"\0btf_trace_sched_waking\0", "", True)
+    build = tmp_path / "build"
+    build.mkdir()
+    for name in ("sched", "futex"):
+        (build / name).write_text("#!/bin/sh\n")
+        (build / name).chmod(0o755)
+    monkeypatch.setenv("HARNESS_BPF_BUILD", str(build))
+    checks = by_name(root)
+    assert checks["probe futex"].status == "warn"
+    assert checks["probe futex"].detail.endswith("(Linux 5.15): it counts waits without stacks")
+    assert checks["probe sched"].status == "warn"
+    assert checks["probe sched"].detail.endswith(
+        "(Linux 5.5): it attaches to raw tracepoints instead"
+    )

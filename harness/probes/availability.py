@@ -9,6 +9,7 @@ from pathlib import Path
 from harness import hostinfo
 from harness.checks import BTF_FIX, PRIVILEGE_FIX, Check
 from harness.paths import REPO_ROOT
+from harness.probes import kernel_features
 
 # Capability bit numbers from linux/capability.h.
 CAP_SYS_ADMIN = 21
@@ -116,11 +117,18 @@ def perf_user_only(root: Path = Path("/")) -> bool:
 
 
 def collector_check(name: str, root: Path) -> Check:
-    """`harness doctor`'s line for a collector: built, privileged, kernel BTF."""
+    """`harness doctor`'s line for a collector: built, privileged, kernel BTF, and the kernel
+    features it needs (kernel_features.NEEDS)."""
     check = f"probe {name}"
     binary = collector_binary(name)
     problem = collector_problem(name, root)
     if problem is None:
+        fatal, degraded = kernel_features.missing(name, root)
+        upgrade = f"a kernel >= {kernel_features.OLDEST} has every feature the probes use"
+        if fatal:
+            return Check(check, "missing", "; ".join(fatal), upgrade)
+        if degraded:
+            return Check(check, "warn", "; ".join(degraded), upgrade)
         return Check(check, "ok", f"works: {binary} built, BPF allowed, kernel BTF present")
     if privilege_problem(root):
         fix = PRIVILEGE_FIX
