@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from datetime import datetime
+from pathlib import Path
 
 import plans
 import pytest
@@ -107,3 +108,28 @@ def test_the_eta_includes_the_suites_still_to_come() -> None:
         view.started(step)
         view.finished(step, Outcome(result={"ops_per_sec": 1.0}, exit_code=0, elapsed_s=1))
     assert "ETA 10:00" in buffer.getvalue()
+
+
+def test_a_bench_says_which_probes_this_machine_lacks_at_its_start_and_end(
+    harness_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A collector that is not built (as on a machine that cannot build or load BPF): one line
+    before the plan and again before the run directories, and run.json records it."""
+    env = {**harness_env, "HARNESS_BPF_BUILD": str(tmp_path / "no-collectors")}
+    done = run_harness(["bench", "--quick", "--probes", "futex"], env)
+    assert done.returncode == 0, done.stderr
+    why = f"collector {tmp_path}/no-collectors/futex is not built (run `make -C bpf`)"
+    line = f"harness: probes unavailable on this machine, their figures missing: futex: {why}"
+    said = [text for text in done.stderr.splitlines() if text.startswith("harness: probes")]
+    assert said == [line, line], done.stderr
+    (run_dir,) = runs_dir(harness_env).iterdir()
+    config = json.loads((run_dir / "run.json").read_text())["config"]
+    assert config["probes_unavailable"] == {"futex": why}
+
+
+def test_a_bench_whose_probes_all_run_records_none_missing(harness_env: dict[str, str]) -> None:
+    done = run_harness(["bench", "--quick", "--probes", "none"], harness_env)
+    assert done.returncode == 0, done.stderr
+    assert "probes unavailable" not in done.stderr
+    (run_dir,) = runs_dir(harness_env).iterdir()
+    assert json.loads((run_dir / "run.json").read_text())["config"]["probes_unavailable"] == {}

@@ -108,6 +108,11 @@ def test_doctor_has_one_gc_line_for_both_runtimes(
     (root / "proc" / "self" / "status").write_text("Name:\tx\nCapEff:\t000001ffffffffff\n")
     (root / "sys" / "kernel" / "btf").mkdir(parents=True)
     (root / "sys" / "kernel" / "btf" / "vmlinux").write_text("")
+    # A kernel with what the collector needs (kernel_features.NEEDS["gc"]).
+    (root / "proc" / "sys" / "kernel").mkdir(parents=True)
+    (root / "proc" / "sys" / "kernel" / "osrelease").write_text("6.1.0-50-amd64\n")
+    (root / "sys" / "bus" / "event_source" / "devices" / "uprobe").mkdir(parents=True)
+    (root / "sys" / "bus" / "event_source" / "devices" / "uprobe" / "type").write_text("7\n")
     build, tools = tmp_path / "build", tmp_path / "bin"
     for folder, name in ((build, "gc"), (tools, "bpftrace")):
         folder.mkdir()

@@ -17,6 +17,7 @@ from harness.cpuset import auto_split, online_cpus
 from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
+from harness.probes import registry
 from harness.probes.probe import ProbeSpec
 from harness.run.estimate import learn_startup, plan_lines, planned_s
 from harness.run.plan import Plan, plan_matrix
@@ -84,7 +85,10 @@ def handle(args: argparse.Namespace) -> int:
     exit_code = 0
     run_dirs: list[Path] = []
     preflight(plans, out_dir)  # bad input is exit 2 also while another run holds the lock
+    missing = registry.unavailable_here(spec.name for plan in plans for spec in plan.probes)
     with RunLock(lock_path(), " ".join(args.command_line)):
+        if missing:
+            print(registry.unavailable_line(missing), file=sys.stderr, flush=True)
         print("\n".join(plan_lines(plans, cpus)), flush=True)
         for i, plan in enumerate(plans):
             later_s = sum(planned_s(later) for later in plans[i + 1 :])
@@ -95,6 +99,8 @@ def handle(args: argparse.Namespace) -> int:
             exit_code = max(exit_code, status_exit(record, status))
             if status == "interrupted":
                 break
+    if missing:
+        print(registry.unavailable_line(missing), file=sys.stderr, flush=True)
     print("run directories:")
     for run_dir in run_dirs:
         print(f"  {run_dir}")

@@ -6,6 +6,8 @@ Adding a kind: a module in harness/probes/kinds/ (see kind.py) and its collector
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from harness.probes.kind import FlameGraph, ProbeKind, ProbeMetric
@@ -68,3 +70,20 @@ def labels() -> dict[str, str]:
 def flame_graphs() -> list[FlameGraph]:
     """Every kind's flame graphs, in the reports' order."""
     return sorted((g for kind in KINDS for g in kind.graphs), key=lambda g: g.rank)
+
+
+def unavailable_here(probes: Iterable[str], root: Path = Path("/")) -> dict[str, str]:
+    """Of these probes, those that cannot run on this machine, with why (their `harness
+    doctor` line): run.json's `config.probes_unavailable`, said at a bench's start and end."""
+    missing = {}
+    for name in dict.fromkeys(probes):
+        check = kind_of(name).check(root)
+        if check.status in ("missing", "error"):
+            missing[name] = check.detail
+    return missing
+
+
+def unavailable_line(missing: dict[str, str]) -> str:
+    """The one line that says so."""
+    reasons = "; ".join(f"{name}: {why}" for name, why in missing.items())
+    return f"harness: probes unavailable on this machine, their figures missing: {reasons}"

@@ -117,6 +117,7 @@ class Plan:
             "probes": [spec.name for spec in self.probes],
             "probes_named": [spec.name for spec in self.probes if spec.named],
             "probe_overhead": self.probe_overhead,
+            "probes_unavailable": registry.unavailable_here(spec.name for spec in self.probes),
             **self._sets(),
             "baseline": self.baseline,
             "scale": self.scale,

@@ -134,6 +134,10 @@ class Config(Record):
     default: the notes show that one of these does not apply to the workload's processes."""
     probe_overhead: bool
     """Each cell also ran without probes and with each probe alone (--probe-overhead)."""
+    probes_unavailable: Absent[dict[str, str]] = None
+    """The run's probes that could not run on this machine, and why (their `harness doctor`
+    line, at the run's start): no cell has their figures. Empty when every probe could run;
+    absent in runs from before it was recorded."""
     measurement_probes: Absent[list[str]] = None
     """The probes of the measurement repeats (the cell's `repeats`): those cheap enough for
     the figures, sched counters-only (docs/probes.md); absent in runs from before the split
