@@ -3,6 +3,9 @@ machine of the same host."""
 
 from __future__ import annotations
 
+import html
+import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -25,3 +28,38 @@ def test_a_new_cpu_of_a_known_host_is_a_new_machine_with_what_changed(tmp_path: 
     assert cli.main(["dashboard", "--db", url, "--out", str(tmp_path / "site")]) == 0
     page = (tmp_path / "site" / "machine-2.html").read_text()
     assert "cpu_model: EPYC 7313P here EPYC 9354" in page
+
+
+def test_a_night_without_some_probes_is_marked_on_the_pages(tmp_path: Path) -> None:
+    """Three nights; the second ran where futex could not (run.json config.probes_unavailable),
+    the third is an older run.json that says so only in a cell: both are marked, the first not."""
+    rng = np.random.default_rng(6)
+    dirs = [write_night(tmp_path / "runs", n, {("none", 64): 1000.0}, rng) for n in range(3)]
+    why = "collector /x/futex is not built (run `make -C bpf`)"
+    second = json.loads((dirs[1] / "run.json").read_text())
+    second["config"]["probes_unavailable"] = {"futex": why}
+    (dirs[1] / "run.json").write_text(json.dumps(second))
+    third = json.loads((dirs[2] / "run.json").read_text())
+    third["cells"][0]["probes"] = {"offwake": {"repeats": [], "unavailable": "no privilege"}}
+    (dirs[2] / "run.json").write_text(json.dumps(third))
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    assert cli.main(["history", "import", "--db", url, *map(str, dirs)]) == 0
+    assert cli.main(["dashboard", "--db", url, "--out", str(tmp_path / "site")]) == 0
+    site = tmp_path / "site"
+    (series_page,) = (site / "series").glob("*.html")
+    text = series_page.read_text()
+    assert f"probes missing: futex (futex: {why})" in html.unescape(text)  # the chart's mark
+    assert "probes missing: offwake (offwake: no privilege)" in html.unescape(text)
+    rows = re.findall(r"<tr><td><a href='[^']*'>(\w+-\w+)</a>.*?</tr>", text)
+    assert len(rows) == 3
+    notes = [
+        re.search(r"<td>([^<>]*)</td></tr>$", row)
+        for row in re.findall(r"<tr><td><a.*?</tr>", text)
+    ]
+    assert [n[1] if n else None for n in notes] == [
+        "probes missing: offwake",
+        "probes missing: futex",
+        "",
+    ]
+    overview = (site / "index.html").read_text()
+    assert "<td>probes missing: offwake</td></tr>" in overview  # the latest run's

@@ -26,7 +26,13 @@ class Run:
     baseline: str | None
     run_dir: str
     report: str | None
+    # The probes the run's machine could not run, and why: their figures are not in it.
+    probes_missing: dict[str, str] = field(default_factory=dict)
     files: list[tuple[str, str | None, str]] = field(default_factory=list)
+
+    def probes_note(self) -> str:
+        """`probes missing: futex, offwake`, or nothing when every probe ran."""
+        return f"probes missing: {', '.join(self.probes_missing)}" if self.probes_missing else ""
 
 
 # A series' figure of one run: (run pk, median, interval low, high).
@@ -74,6 +80,7 @@ def load(conn: Connection) -> History:
             row.baseline,
             row.run_dir,
             row.report,
+            json.loads(row.probes_missing) if row.probes_missing else {},
         )
         for row in conn.execute(select(runs).order_by(runs.c.started_at, runs.c.run_id))
     }

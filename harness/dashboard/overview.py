@@ -140,11 +140,14 @@ class OverviewPages:
                 f'<tr><td><a href="{self.site.suite_page[(machine_id, suite)]}">{e(suite)}</a></td>'
                 f"<td>{e(self.site.machine_name(machine_id))}</td><td>{e(run.run_id)}</td>"
                 f"<td>{e(short(run.git_commit))}</td>"
-                f"<td class='{e(run.status)}'>{e(run.status)}</td><td>{link}</td></tr>"
+                f"<td class='{e(run.status)}'>{e(run.status)}</td><td>{link}</td>"
+                f"<td>{e(run.probes_note())}</td></tr>"
             )
         return (
             "<h2>Latest runs</h2><table><tr><th>suite</th><th>machine</th><th>run</th>"
-            "<th>commit</th><th>status</th><th></th></tr>" + "".join(rows) + "</table>"
+            "<th>commit</th><th>status</th><th></th><th>notes</th></tr>"
+            + "".join(rows)
+            + "</table>"
         )
 
     def missing_table(self, latest: dict[tuple[int, str], Run]) -> str:
@@ -176,7 +179,8 @@ class OverviewPages:
         facts = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in keys.items())
         rows = "".join(
             f"<tr><td>{e(r.run_id)}</td><td>{e(r.suite)}</td><td>{e(r.status)}</td>"
-            f"<td>{e(r.kernel or '')}</td><td>{e(short(r.git_commit))}</td></tr>"
+            f"<td>{e(r.kernel or '')}</td><td>{e(short(r.git_commit))}</td>"
+            f"<td>{e(r.probes_note())}</td></tr>"
             for r in reversed(list(self.site.h.runs.values()))
             if r.machine_id == machine_id
         )
@@ -184,7 +188,7 @@ class OverviewPages:
             f"<p>fingerprint {e(self.site.h.machines[machine_id]['fingerprint'])} (sha256 of:)</p>"
             f"<table>{facts}</table>{self.siblings(machine_id, keys)}"
             "<h2>Runs</h2><table><tr><th>run</th><th>suite</th>"
-            f"<th>status</th><th>kernel</th><th>commit</th></tr>{rows}</table>"
+            f"<th>status</th><th>kernel</th><th>commit</th><th>notes</th></tr>{rows}</table>"
         )
         self.site.write(
             f"machine-{machine_id}.html", page(self.site.machine_name(machine_id), body)

@@ -183,6 +183,13 @@ class SuitePages:
                 ]
             )
             marks.extend([at, "annotation", note] for note in change["annotations"])
+        # A night without some probes: its figures are not to be compared as if it had them
+        # (a probe's own figures are absent, and the workload ran without its overhead).
+        for at, (pk, *_) in enumerate(s.points):
+            run = self.site.h.runs[pk]
+            if run.probes_missing:
+                why = "; ".join(f"{name}: {reason}" for name, reason in run.probes_missing.items())
+                marks.append([at, "annotation", f"{run.probes_note()} ({why})"])
         chart = {
             "label": series_label(s),
             "unit": s.unit or "",
@@ -204,7 +211,8 @@ class SuitePages:
                 f"<tr><td><a href='{e(self.site.report_link(run, 1))}'>{e(run.run_id)}</a></td>"
                 f"<td>{e(figure(s, median))}</td><td>{interval_html(s, low, high)}</td>"
                 f"<td>{e(short(run.git_commit))}</td>"
-                f"<td>{e(run.kernel or '')}</td><td>{flames}</td></tr>"
+                f"<td>{e(run.kernel or '')}</td><td>{flames}</td>"
+                f"<td>{e(run.probes_note())}</td></tr>"
             )
         title = f"{s.suite} · {series_label(s)}"
         machine = self.site.machine_name(s.machine_id)
@@ -216,12 +224,14 @@ class SuitePages:
             "<div id='tip' class='tip' hidden></div></div>"
             "<p class='legend'>The median of each run with its 95% interval band; red lines: "
             "regressions, green: improvements, purple: changes without a direction, grey "
-            "dashes: kernel or toolchain changes. Hover for a run's figures, drag to zoom "
+            "dashes: kernel or toolchain changes, and nights that lacked probes. Hover for a "
+            "run's figures, drag to zoom "
             "(double-click or <button id='reset' type='button'>reset</button> to see all), "
             "click a run to pick it.</p><div id='picked' class='picked'></div>"
             f"<h2>The latest {min(TABLE_RUNS, len(s.points))} runs</h2>"
             "<table><tr><th>run</th><th>median</th><th>interval</th><th>commit</th>"
-            f"<th>kernel</th><th>flame graphs</th></tr>{''.join(reversed(rows))}</table>"
+            f"<th>kernel</th><th>flame graphs</th><th>notes</th></tr>"
+            f"{''.join(reversed(rows))}</table>"
         )
         scripts = ("uPlot.iife.min.js", f"data/runs-{self.site.name(key)}.js", "chart.js")
         self.site.write(f"series/{s.id}.html", page(title, body, 1, scripts, ("uPlot.min.css",)))

@@ -85,6 +85,9 @@ def _write(conn: Connection, doc: RunDoc, run_dir: Path, digest: str) -> Importe
         else None,
         "run_dir": str(run_dir),
         "report": "report.html" if report else None,
+        "probes_missing": json.dumps(missing, sort_keys=True)
+        if (missing := probes_missing(doc))
+        else None,
         "doc_sha256": digest,
         "imported_at": now_iso(),
         "detected": False,
@@ -103,6 +106,19 @@ def _write(conn: Connection, doc: RunDoc, run_dir: Path, digest: str) -> Importe
     _write_points(conn, doc, machine_id, run_pk)
     _write_artifacts(conn, doc, run_dir, run_pk)
     return Imported(doc.run_id, outcome, machine_id, doc.suite)
+
+
+def probes_missing(doc: RunDoc) -> dict[str, str]:
+    """The probes that could not run on the run's machine, and why: as the run recorded them,
+    or in an older run.json those unavailable in a cell."""
+    if doc.config.probes_unavailable is not None:
+        return dict(doc.config.probes_unavailable)
+    return {
+        name: probe.unavailable
+        for cell in doc.cells
+        for name, probe in cell.probes.items()
+        if probe.unavailable
+    }
 
 
 def _machine(conn: Connection, doc: RunDoc) -> int:

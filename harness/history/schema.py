@@ -86,6 +86,9 @@ runs = Table(
     Column("toolchains", Text),
     Column("run_dir", Text, nullable=False),
     Column("report", Text),
+    # JSON object probe -> why it could not run on the run's machine (config.probes_unavailable,
+    # or the cells' `unavailable` in older run.json); null when every probe ran.
+    Column("probes_missing", Text),
     # sha256 of run.json: importing the same file again changes nothing.
     Column("doc_sha256", String(64), nullable=False),
     Column("imported_at", String(32), nullable=False),
