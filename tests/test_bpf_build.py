@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -181,9 +182,11 @@ def test_every_name_of_ours_has_the_prefix() -> None:
     assert {"hb_proc_key", "HB_OP_WAIT", "HB_FUTEX_H", "hb_user_stack", "hb_walks"} <= seen
 
 
-def broken_copy(tmp_path: Path) -> Path:
-    bpf = tmp_path / "bpf"
+def broken_copy(folder: Path) -> Path:
+    """bpf/ and the Makefile whose `bpf` target builds it, in folder, futex.bpf.c broken."""
+    bpf = folder / "bpf"
     shutil.copytree(BPF_DIR, bpf, ignore=shutil.ignore_patterns("build"))
+    shutil.copy(REPO_ROOT / "Makefile", folder / "Makefile")
     with (bpf / "futex.bpf.c").open("a") as source:
         source.write("\nint hb_broken(void) { return hb_no_such_name; }\n")
     return bpf
@@ -192,13 +195,16 @@ def broken_copy(tmp_path: Path) -> Path:
 def make_bpf(bpf: Path, *prefix: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("REQUIRE_BPF", "CI", "MAKEFLAGS")}
     return subprocess.run(
-        [*prefix, "make", "--no-print-directory", "-C", str(REPO_ROOT), "bpf", f"BPF_DIR={bpf}"],
+        [*prefix, "make", "--no-print-directory", "-C", str(bpf.parent), "bpf", f"BPF_DIR={bpf}"],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
         env=env,
     )
+
+
+COMPILER_ERROR = r"futex\.bpf\.c:\d+:\d+: error: use of undeclared identifier 'hb_no_such_name'"
 
 
 def test_make_deps_fails_with_the_first_error_where_bpf_can_run(tmp_path: Path) -> None:
@@ -212,23 +218,29 @@ def test_make_deps_fails_with_the_first_error_where_bpf_can_run(tmp_path: Path) 
     last = done.stderr.strip().splitlines()[-2:]
     assert re.fullmatch(
         r"deps: the eBPF collectors did not build, and this machine can load them: "
-        r"futex\.bpf\.c:\d+:\d+: error: use of undeclared identifier 'hb_no_such_name'",
+        + COMPILER_ERROR,
         last[0],
     ), done.stderr
 
 
-def test_make_deps_goes_on_where_bpf_cannot_run(tmp_path: Path) -> None:
-    """As nobody (no capability), the same broken copy: one line that probes are unavailable,
-    exit 0."""
+def test_make_deps_goes_on_where_bpf_cannot_run() -> None:
+    """As nobody (no capability), the same broken copy: the compiler's error, then one line
+    that probes are unavailable, exit 0."""
     need(toolchain_problem() or tool_problem("setpriv", "util-linux"))
     if os.geteuid() != 0:
         need("needs root to become nobody")
-    bpf = broken_copy(tmp_path)
-    for path in [tmp_path, *tmp_path.rglob("*")]:
-        path.chmod(0o777 if path.is_dir() else 0o666)
-    nobody = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all")
-    done = make_bpf(bpf, *nobody)
+    # Outside pytest's root-only tmp folders, so that nobody can read and build it.
+    folder = Path(tempfile.mkdtemp(prefix="harness-bpf-build-"))
+    try:
+        bpf = broken_copy(folder)
+        for path in [folder, *folder.rglob("*")]:
+            path.chmod(0o777 if path.is_dir() else 0o666)
+        nobody = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all")
+        done = make_bpf(bpf, *nobody)
+    finally:
+        shutil.rmtree(folder)
     assert done.returncode == 0, done.stderr
+    assert re.search(COMPILER_ERROR, done.stdout), done.stdout  # it did compile, and failed
     assert done.stderr.strip().splitlines()[-1] == (
         "deps: the eBPF collectors did not build; this machine cannot load them anyway "
         "(no kernel BTF, or no CAP_BPF): probes will be unavailable"
