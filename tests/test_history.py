@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.migration import MigrationContext
 from conftest import HARNESS
 from historydb import create_database, postgres_server
@@ -24,7 +26,7 @@ from historyruns import harness, write_night
 from sqlalchemy import func, select
 
 from harness.history import events, importer
-from harness.history.db import connect
+from harness.history.db import MIGRATIONS, connect
 from harness.history.schema import metadata, points, runs
 
 STEP_NIGHT = 12
@@ -236,3 +238,57 @@ def test_concurrent_imports_of_the_same_runs_all_succeed(
         assert conn.execute(select(func.count()).select_from(points)).scalar() == 2 * NIGHTS
     code, found = regressions(db_url, capsys)
     assert code == 1 and [r["run_id"] for r in found] == [dirs[STEP_NIGHT].name]
+
+
+def test_two_machines_keep_their_runs_of_one_run_id(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two machines of a fleet started in the same second: one run id, two runs."""
+    levels = {("none", 64): 1000.0}
+    first = write_night(tmp_path / "vm", 0, levels, np.random.default_rng(1), hostname="vm")
+    second = write_night(tmp_path / "b", 0, levels, np.random.default_rng(2), hostname="machine-b")
+    assert first.name == second.name
+    for folder, counts in ((first, "1 imported, 0 updated"), (second, "1 imported, 0 updated")):
+        code, out, err = harness(["history", "import", "--db", db_url, str(folder)], capsys)
+        assert code == 0 and counts in out, (out, err)
+    code, out, _ = harness(["history", "import", "--db", db_url, str(first)], capsys)
+    assert code == 0 and "0 imported, 0 updated, 1 unchanged" in out
+    code, out, _ = harness(["history", "list", "--db", db_url], capsys)
+    assert [line.split()[:3] for line in out.splitlines()[1:]] == [
+        [first.name, "timers", "machine-b"],
+        [first.name, "timers", "vm"],
+    ]
+    code, out, _ = harness(["history", "export", "--format", "jsonl", "--db", db_url], capsys)
+    assert sorted(json.loads(line)["machine"] for line in out.splitlines()) == ["machine-b", "vm"]
+
+
+def test_the_run_per_machine_migration_keeps_every_row(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A history at 0002 (run ids unique) upgraded to 0003: SQLite copies the runs table, and
+    the copy must not cascade into the points, events and artifacts of its runs."""
+    dirs = stepped_history(tmp_path / "runs")
+    harness(["history", "import", "--db", db_url, *map(str, dirs)], capsys)
+    before = table_counts(db_url)
+    engine = connect(db_url)
+    with engine.connect() as conn:
+        if conn.dialect.name == "sqlite":  # as db.migrate does
+            conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            conn.commit()
+        with conn.begin():
+            config = Config()
+            config.set_main_option("script_location", str(MIGRATIONS))
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0002")
+    engine.dispose()
+    assert table_counts(db_url) == before  # connect() upgrades it again
+    code, found = regressions(db_url, capsys)
+    assert code == 1 and [r["run_id"] for r in found] == [dirs[STEP_NIGHT].name]
+
+
+def table_counts(db_url: str) -> dict[str, int]:
+    with connect(db_url).connect() as conn:
+        return {
+            table.name: conn.execute(select(func.count()).select_from(table)).scalar_one()
+            for table in metadata.sorted_tables
+        }

@@ -137,8 +137,8 @@ def handle_regressions(args: argparse.Namespace) -> int:
 def handle_ack(args: argparse.Namespace) -> int:
     engine = connect(args.db)
     with database_errors(engine), writing(engine) as conn:
-        run_id = events.acknowledge(conn, args.event, args.reason)
-    print(f"event {args.event} (run {run_id}) acknowledged")
+        run = events.acknowledge(conn, args.event, args.reason)
+    print(f"event {args.event} (run {run}) acknowledged")
     return 0
 
 

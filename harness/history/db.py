@@ -76,6 +76,12 @@ def connect(url: str | None = None) -> Engine:
     return engine
 
 
+def _revision(engine: Engine) -> str | None:
+    """The migration the database is at; None for one with no history tables."""
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
 def _shown(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
@@ -98,12 +104,18 @@ def writing(engine: Engine) -> Iterator[Connection]:
     """A transaction that holds the database's write lock from its first statement: what it
     reads, no other writer changes until it commits (two imports of the same runs at once:
     the second finds them imported)."""
-    with engine.begin() as conn:
-        if engine.dialect.name == "sqlite":
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-        elif engine.dialect.name == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_WRITE_LOCK})
+    with engine.connect() as conn, _locked(conn):
         yield conn
+
+
+@contextmanager
+def _locked(conn: Connection) -> Iterator[None]:
+    with conn.begin():
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        elif conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_WRITE_LOCK})
+        yield
 
 
 def migrate(engine: Engine) -> None:
@@ -112,9 +124,24 @@ def migrate(engine: Engine) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     head = ScriptDirectory.from_config(config).get_current_head()
-    with engine.connect() as conn:
-        if MigrationContext.configure(conn).get_current_revision() == head:
-            return
-    with writing(engine) as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+    if _revision(engine) == head:
+        return
+    sqlite = engine.dialect.name == "sqlite"
+    with engine.connect() as connection:
+        # SQLite changes a constraint by copying the table and dropping the old one, and with
+        # foreign keys on that drop would delete every row referring to it (their points,
+        # events...): off for the migration (a pragma a transaction would ignore).
+        if sqlite:
+            _pragma(connection, "foreign_keys=OFF")
+        try:
+            with _locked(connection):
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+        finally:
+            if sqlite:
+                _pragma(connection, "foreign_keys=ON")
+
+
+def _pragma(conn: Connection, setting: str) -> None:
+    conn.exec_driver_sql(f"PRAGMA {setting}")
+    conn.commit()

@@ -21,6 +21,7 @@ from harness.history.schema import (
     acknowledgements,
     change_points,
     events,
+    machines,
     points,
     runs,
     samples,
@@ -172,10 +173,12 @@ def _annotations(run_rows: Sequence[Any]) -> dict[int, list[str]]:
 
 
 def acknowledge(conn: Connection, event_id: int, reason: str) -> str:
-    """Acknowledge an event (by its id); the run id it belongs to."""
+    """Acknowledge an event (by its id); its run, as "<run id> on <machine>" (two machines
+    may have runs of one id)."""
     row = conn.execute(
-        select(events.c.run_id, runs.c.run_id.label("name"))
+        select(events.c.run_id, runs.c.run_id.label("name"), machines.c.hostname)
         .join(runs, runs.c.id == events.c.run_id)
+        .join(machines, machines.c.id == runs.c.machine_id)
         .where(events.c.id == event_id)
     ).first()
     if row is None:
@@ -192,4 +195,4 @@ def acknowledge(conn: Connection, event_id: int, reason: str) -> str:
     )
     if done.rowcount == 0:
         conn.execute(insert(acknowledgements).values(run_id=row.run_id, **values))
-    return str(row.name)
+    return f"{row.name} on {row.hostname or '?'}"

@@ -63,8 +63,11 @@ def import_run(engine: Engine, run_dir: Path) -> Imported:
 
 def _write(conn: Connection, doc: RunDoc, run_dir: Path, digest: str) -> Imported:
     machine_id = _machine(conn, doc)
+    # A run is its machine's: another machine's run of the same id is another run.
     row = conn.execute(
-        select(runs.c.id, runs.c.doc_sha256).where(runs.c.run_id == doc.run_id)
+        select(runs.c.id, runs.c.doc_sha256).where(
+            (runs.c.machine_id == machine_id) & (runs.c.run_id == doc.run_id)
+        )
     ).first()
     if row is not None and row.doc_sha256 == digest:
         return Imported(doc.run_id, "unchanged", machine_id, doc.suite)

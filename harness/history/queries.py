@@ -47,7 +47,7 @@ def run_list(conn: Connection) -> list[dict[str, Any]]:
         )
         .join(machines, machines.c.id == runs.c.machine_id)
         .outerjoin(counts, counts.c.run_id == runs.c.id)
-        .order_by(runs.c.started_at, runs.c.run_id)
+        .order_by(runs.c.started_at, runs.c.run_id, machines.c.hostname, runs.c.id)
     )
     return [dict(row._mapping) for row in conn.execute(query)]
 

@@ -71,7 +71,8 @@ runs = Table(
     "runs",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("run_id", String(128), nullable=False, unique=True),
+    # Unique per machine only: two machines started in the same second share a run id.
+    Column("run_id", String(128), nullable=False),
     Column("suite", String(255), nullable=False),
     Column("machine_id", Integer, ForeignKey("machines.id"), nullable=False),
     Column("git_commit", String(64)),
@@ -96,6 +97,7 @@ runs = Table(
     # detection interrupted after an import runs again at the next one.
     Column("detected", Boolean, nullable=False, server_default=false()),
     Index("runs_machine_suite_started", "machine_id", "suite", "started_at"),
+    UniqueConstraint("machine_id", "run_id", name="runs_machine_run"),
 )
 
 series = Table(
