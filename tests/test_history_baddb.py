@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import HARNESS
-from historydb import readonly_argv
+from historydb import create_database, postgres_server, readonly_argv
 from historyruns import harness, night, run_ids
+from sqlalchemy import create_engine, text
 
 pytestmark = pytest.mark.unit
 
@@ -90,21 +91,101 @@ def test_importing_into_a_read_only_database_is_one_line_and_writes_nothing(
 
 
 @pytest.mark.parametrize(
-    ("url", "problem"),
+    ("url", "problem", "command"),
     [
-        ("postgresql+psycopg://bench@db:notaport/harness", "not a database URL"),
-        ("postgresql+psycopg://bench@[::1/harness", "not a database URL"),
-        ("mongodb://bench@db/harness", "not a database URL"),
-        ("sqlite:///{tmp}/file/history.sqlite", "not a folder"),
-        ("sqlite:////proc/no-such-process/history.sqlite", "No such file or directory"),
+        ("postgresql+psycopg://bench@db:notaport/harness", "not a database URL", "list"),
+        ("postgresql+psycopg://bench@[::1/harness", "not a database URL", "list"),
+        ("mongodb://bench@db/harness", "not a database URL", "list"),
+        ("mysql://x", "does not support mysql://", "list"),
+        ("mysql+pymysql://bench@db/harness", "does not support mysql+pymysql://", "import"),
+        ("postgresql+asyncpg://bench@db/harness", "does not support", "list"),
+        ("sqlite+pysqlcipher:///{tmp}/h.sqlite", "does not support", "import"),
+        ("not a url", "not a database URL", "import"),
+        ("sqlite:///{tmp}/file/history.sqlite", "not a folder", "import"),
+        ("sqlite:////proc/no-such-process/history.sqlite", "No such file or directory", "import"),
     ],
 )
 def test_a_bad_database_url_is_one_line_and_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str, problem: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str, problem: str, command: str
 ) -> None:
     (tmp_path / "file").write_text("a file, not a folder")
-    code, _, err = harness(["history", "list", "--db", url.format(tmp=tmp_path)], capsys)
+    code, _, err = harness(["history", command, "--db", url.format(tmp=tmp_path)], capsys)
     assert code == 2
     assert err.startswith("harness: error: --db ") and err.count("\n") == 1, err
     assert problem in err
+    if "not a database URL" in problem or "support" in problem:
+        assert "sqlite:///PATH or postgresql" in err
     assert os.listdir(tmp_path) == ["file"]
+
+
+def test_an_unsupported_harness_db_is_one_line_naming_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_DB", "mysql://x")
+    code, _, err = harness(["history", "list"], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("harness: error: $HARNESS_DB 'mysql://x': not a database URL"), err
+
+
+READERS = {
+    "list": ["history", "list"],
+    "regressions": ["history", "regressions"],
+    "export": ["history", "export"],
+    "ack": ["history", "ack", "1", "--reason", "expected"],
+}
+
+
+@pytest.mark.parametrize("command", [*READERS, "dashboard"])
+def test_a_missing_sqlite_database_is_refused_by_every_reader(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """A mistyped path is not an empty history: nothing created (not even its folders), and
+    an existing dashboard is left as it was."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("the last good overview")
+    url = f"sqlite:///{tmp_path / 'missing' / 'dir' / 'h.sqlite'}"
+    args = READERS.get(command, ["dashboard", "--out", str(site)])
+    code, out, err = harness([*args, "--db", url], capsys)
+    assert (code, out) == (2, "")
+    no_history = "no history database there (harness history import creates one)"
+    assert err == f"harness: error: --db {url}: {no_history}\n"
+    assert sorted(os.listdir(tmp_path)) == ["site"]
+    assert (site / "index.html").read_text() == "the last good overview"
+
+
+def test_an_empty_file_is_refused_and_import_creates_the_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "new" / "h.sqlite"
+    url = f"sqlite:///{db}"
+    code, _, _ = harness(
+        ["history", "import", "--db", url, str(night(tmp_path / "runs", 0))], capsys
+    )
+    assert code == 0 and db.is_file()
+    assert len(run_ids(url, capsys)) == 1
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    code, _, err = harness(["history", "regressions", "--db", f"sqlite:///{empty}"], capsys)
+    assert code == 2 and "no history database there" in err
+    assert empty.stat().st_size == 0
+
+
+@pytest.mark.e2e
+def test_a_missing_or_empty_postgresql_database_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with postgres_server() as base:
+        empty = create_database(base, "empty")
+        code, _, err = harness(["history", "list", "--db", empty], capsys)
+        assert code == 2 and err.count("\n") == 1 and "no history database there" in err, err
+        with closing(create_engine(empty).connect()) as conn:
+            assert (
+                conn.execute(
+                    text("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+                ).scalar()
+                == 0
+            )
+        missing = f"{base}/nosuchdb"
+        code, _, err = harness(["history", "list", "--db", missing], capsys)
+        assert code == 1 and err.count("\n") == 1 and '"nosuchdb" does not exist' in err, err

@@ -33,7 +33,7 @@ def add_parser(commands: Commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     out = args.out or results_root() / "dashboard"
-    engine = connect(args.db)
+    engine = connect(args.db, create=False)
     try:
         with database_errors(engine), engine.connect() as conn:
             pages = build_site(conn, out)

@@ -80,7 +80,7 @@ def add_parser(commands: Commands) -> None:
 
 
 def handle_import(args: argparse.Namespace) -> int:
-    engine = connect(args.db)
+    engine = connect(args.db, create=True)
     run_dirs = args.run_dirs or run_dirs_under(results_root() / "runs")
     with database_errors(engine):
         done, refused = import_runs(engine, run_dirs)
@@ -99,7 +99,7 @@ def handle_import(args: argparse.Namespace) -> int:
 
 def _read(args: argparse.Namespace, query: Callable[[Connection], T]) -> T:
     """What query reads from the history at --db."""
-    engine = connect(args.db)
+    engine = connect(args.db, create=False)
     with database_errors(engine), engine.connect() as conn:
         return query(conn)
 
@@ -135,7 +135,7 @@ def handle_regressions(args: argparse.Namespace) -> int:
 
 
 def handle_ack(args: argparse.Namespace) -> int:
-    engine = connect(args.db)
+    engine = connect(args.db, create=False)
     with database_errors(engine), writing(engine) as conn:
         run = events.acknowledge(conn, args.event, args.reason)
     print(f"event {args.event} (run {run}) acknowledged")
@@ -143,7 +143,7 @@ def handle_ack(args: argparse.Namespace) -> int:
 
 
 def handle_export(args: argparse.Namespace) -> int:
-    engine = connect(args.db)
+    engine = connect(args.db, create=False)
     with database_errors(engine), engine.connect() as conn:
         rows = queries.export_rows(conn)
         if args.format == "jsonl":

@@ -45,35 +45,67 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _parse(text_url: str) -> URL:
+# The backends and drivers the history is tested with; any other URL is refused by name rather
+# than failing later on a driver that is not installed (mysql:// wants MySQLdb).
+SUPPORTED_DRIVERS = {"sqlite": ("pysqlite",), "postgresql": ("psycopg", "psycopg2")}
+SUPPORTED_URLS = "sqlite:///PATH or postgresql[+psycopg]://USER@HOST:PORT/DB"
+
+
+def _source(url: str | None) -> str:
+    """How the user gave the database: --db, $HARNESS_DB, or neither (the default)."""
+    if url:
+        return "--db"
+    return "$HARNESS_DB" if os.environ.get("HARNESS_DB") else "the default database"
+
+
+def _parse(text_url: str, source: str) -> URL:
     try:
         parsed = make_url(text_url)
-        parsed.get_dialect()  # an unknown driver fails here
+        if parsed.get_driver_name() not in SUPPORTED_DRIVERS.get(parsed.get_backend_name(), ()):
+            raise ValueError(f"the history does not support {parsed.drivername}://")
+        parsed.get_dialect().import_dbapi()  # a supported driver that is not installed
         return parsed
     except (ArgumentError, ValueError, ImportError) as error:
         raise BadInput(
-            f"--db {text_url!r}: not a database URL ({error}; expected sqlite:///PATH or "
-            "postgresql+psycopg://USER@HOST:PORT/DB)"
+            f"{source} {text_url!r}: not a database URL ({error}; expected {SUPPORTED_URLS})"
         ) from None
 
 
-def connect(url: str | None = None) -> Engine:
-    """An engine on the database at `url` (default_url()), migrated to the current schema."""
-    parsed = _parse(url or default_url())
+def connect(url: str | None = None, *, create: bool = True) -> Engine:
+    """An engine on the database at `url` (default_url()), migrated to the current schema.
+    Without `create` (every command but import) a database that does not exist, or holds no
+    history, is refused: a mistyped path is not shown as an empty history."""
+    source = _source(url)
+    parsed = _parse(url or default_url(), source)
     sqlite = parsed.get_backend_name() == "sqlite"
-    if sqlite and parsed.database:
+    if sqlite and not create:
+        _sqlite_file_exists(parsed, source)
+    elif sqlite and parsed.database:
         folder = Path(parsed.database).parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             reason = "not a folder" if error.errno == errno.EEXIST else error.strerror
-            raise BadInput(f"--db {_shown(parsed)}: cannot create {folder}: {reason}") from None
+            raise BadInput(f"{source} {_shown(parsed)}: cannot create {folder}: {reason}") from None
     engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_S} if sqlite else {})
     if sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
     with database_errors(engine):
+        if not create and _revision(engine) is None:
+            raise BadInput(f"{source} {_shown(parsed)}: {NO_HISTORY}")
         migrate(engine)
     return engine
+
+
+NO_HISTORY = "no history database there (harness history import creates one)"
+
+
+def _sqlite_file_exists(url: URL, source: str) -> None:
+    """A SQLite database a reader names must be a file already, and not an empty one:
+    connecting would create it, or write the journal's header into it."""
+    file = Path(url.database or ":memory:")
+    if url.database == ":memory:" or not file.is_file() or file.stat().st_size == 0:
+        raise BadInput(f"{source} {_shown(url)}: {NO_HISTORY}")
 
 
 def _revision(engine: Engine) -> str | None:
