@@ -142,6 +142,18 @@ def handle_ack(args: argparse.Namespace) -> int:
     return 0
 
 
+# What a spreadsheet takes for the start of a formula (OWASP's CSV injection list).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(value: T) -> T | str:
+    """A text cell a spreadsheet would run as a formula (a strategy named =HYPERLINK(...)),
+    quoted with a leading ' as OWASP advises; numbers as they are, a negative one too."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def handle_export(args: argparse.Namespace) -> int:
     engine = connect(args.db, create=False)
     with database_errors(engine), engine.connect() as conn:
@@ -153,5 +165,7 @@ def handle_export(args: argparse.Namespace) -> int:
         else:
             writer = csv.DictWriter(sys.stdout, fieldnames=queries.EXPORT_COLUMNS)
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(
+                {key: spreadsheet_text(value) for key, value in row.items()} for row in rows
+            )
     return 0
