@@ -91,16 +91,17 @@ bpf:
 	echo "deps: the eBPF collectors did not build; this machine cannot load them anyway (no kernel BTF, or no CAP_BPF): probes will be unavailable" >&2
 
 ## bench: the default matrix of every suite (SUITES=a,b to choose, QUICK=1 for short cells),
-## then its runs imported into the history (results/history.sqlite, or $$HARNESS_DB)
+## then its runs imported into the history (results/history.sqlite, or $$HARNESS_DB): a failed
+## import fails it, a run.json the import cannot read is named but does not
 bench: deps
 	status=0; $(HARNESS) bench $(suites_flag) $(if $(QUICK),--quick) || status=$$?; \
-	$(HARNESS) history import; exit $$status
+	$(HARNESS) history import || status=$$(( status ? status : $$? )); exit $$status
 
 ## nightly: bench, import, the dashboard, then the regressions (exit 1 while one is open);
 ## scripts/nightly wraps it for cron or a systemd timer (lock, log file)
 nightly:
 	status=0; $(MAKE) --no-print-directory bench || status=$$?; \
-	$(HARNESS) dashboard; \
+	$(HARNESS) dashboard || status=$$(( status ? status : $$? )); \
 	$(HARNESS) history regressions || status=$$(( status ? status : $$? )); exit $$status
 
 ## dashboard: the static site of the history (results/dashboard/index.html)

@@ -4,6 +4,7 @@ estimate their start-up from another run."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,33 @@ def test_a_deeply_nested_running_run_json_does_not_stop_a_run_or_its_estimate(
     assert done.returncode == 0, done.stderr
     assert f"skipped {bad}: " in done.stderr and "Traceback" not in done.stderr
     assert len(list(runs_dir(harness_env).iterdir())) == 3
+
+
+def test_the_nightly_import_names_an_unreadable_run_and_imports_the_others_and_version_1(
+    harness_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`history import` without RUN_DIRs (make bench, the nightly): a corrupt run.json under
+    results/runs is named, night after night, without failing the import; a run.json of an
+    older harness (schema_version 1) is read and imported."""
+    runs = runs_dir(harness_env)
+    first, old = night(runs, 0), night(runs, 1)
+    doc = json.loads((old / "run.json").read_text())
+    doc["metrics"][0]["description"] = "version 1 kept every key of the declaration"
+    (old / "run.json").write_text(json.dumps(doc | {"schema_version": 1}))
+    corrupt = runs / "20250102T120000Z-abc1234" / "run.json"
+    corrupt.parent.mkdir()
+    corrupt.write_text('{"schema_version": 2, "cells": [')
+    for imported in ("2 imported", "0 imported"):
+        code, out, err = harness(["history", "import"], capsys)
+        assert code == 0, err
+        assert err.startswith(f"harness: refused: cannot read {corrupt}: not valid JSON")
+        assert err.count("\n") == 1
+        assert f"{imported}," in out and "1 refused" in out, out
+    assert run_ids(default_db(harness_env), capsys) == [first.name, old.name]
+    # Named on the command line, a refused run is the import's failure.
+    code, _, err = harness(["history", "import", str(corrupt.parent)], capsys)
+    assert code == 2 and str(corrupt) in err
+
+
+def default_db(env: dict[str, str]) -> str:
+    return f"sqlite:///{Path(env['HARNESS_RESULTS']) / 'history.sqlite'}"

@@ -133,8 +133,8 @@ def test_report_refuses_a_foreign_file_as_compare_does(
     harness_env: dict[str, str], tmp_path: Path
 ) -> None:
     foreign = tmp_path / "run.json"
-    foreign.write_text(json.dumps({"cells": [], "schema_version": 1}))
+    foreign.write_text(json.dumps({"cells": [], "schema_version": 0}))
     for verb in (["report", str(foreign)], ["compare", str(foreign), str(foreign)]):
         done = run_harness(verb, harness_env)
         assert done.returncode == 2
-        assert "schema_version 1, this harness reads schema_version 2" in done.stderr
+        assert "schema_version 0, this harness reads schema_version 1 and 2" in done.stderr

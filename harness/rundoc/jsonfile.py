@@ -10,7 +10,8 @@ from pydantic import ValidationError
 
 from harness.base import writes
 from harness.errors import BadInput
-from harness.rundoc.model import SCHEMA_VERSION, Record, RunDoc
+from harness.rundoc import versions
+from harness.rundoc.model import Record, RunDoc
 
 # No run.json the harness writes nests deeper than a dozen levels; a deeper one is refused
 # before anything walks it recursively (the validation, the metrics' flattening).
@@ -60,13 +61,14 @@ def load_run(path: Path) -> RunDoc:
     if not isinstance(doc.get("cells"), list):
         raise RunLoadError(f"{file}: not a harness run.json (no list of cells)")
     version = doc.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in versions.READABLE:
+        readable = " and ".join(map(str, versions.READABLE))
         raise RunLoadError(
             f"{file}: schema_version {version!r}, this harness reads schema_version "
-            f"{SCHEMA_VERSION} only (docs/run-json.md lists the versions)"
+            f"{readable} (docs/run-json.md lists the versions)"
         )
     try:
-        return RunDoc.model_validate(doc)
+        return RunDoc.model_validate(versions.upgraded(doc))
     except ValidationError as error:
         raise RunLoadError(f"{file}: not a valid run.json: {_first_problem(error)}") from None
 
