@@ -142,12 +142,25 @@ def test_the_newest_run_test_ignores_noise_a_small_shift_and_overlapping_repeats
 
 
 def test_the_newest_run_test_compares_with_the_last_good_run_not_the_last_change() -> None:
-    """Two runs at the new level: both are changes against the run before the step (the
-    second is not compared with the first, which would hide it)."""
+    """A run back at the old level after one low run is no change; a run lower again than the
+    first change is a second one, against the run before the step."""
     history = _steady()
     good = history[-1].median
-    changes = series_changes([*history, _tight(good * 0.95), _tight(good * 0.95)])
+    assert [c.index for c in series_changes([*history, _tight(good * 0.95), _tight(good)])] == [
+        len(history)
+    ]
+    changes = series_changes([*history, _tight(good * 0.95), _tight(good * 0.90)])
     assert [(c.index, c.method, c.before) for c in changes] == [
         (len(history), "newest", good),
         (len(history) + 1, "newest", good),
     ]
+
+
+def test_runs_at_the_level_of_a_step_are_that_step_not_more_changes() -> None:
+    """One step is one change point on every night until E-Divisive settles it: the nights at
+    the new level after it are the same step."""
+    history = _steady()
+    good = history[-1].median
+    for after in range(1, 6):
+        changes = series_changes([*history, *(_tight(good * 0.6) for _ in range(after))])
+        assert [c.index for c in changes] == [len(history)], (after, changes)

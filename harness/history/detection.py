@@ -53,13 +53,15 @@ class Change:
 def noise_floor(medians: NDArray[np.float64], end: int) -> float:
     """The noise floor at position `end` (exclusive): from the NOISE_RUNS runs before it, or
     while fewer precede it, from the series' first NOISE_RUNS + 1 runs (an early change is
-    not judged against a noise measured on two or three runs)."""
+    not judged against a noise measured on two or three runs). Below five run-to-run changes
+    it is MIN_NOISE: the quartiles of four are pulled up by the step itself (three flat
+    runs and two 40% lower gave a floor of 40%, and no change)."""
     stop = max(end, min(NOISE_RUNS + 1, medians.size))
     window = medians[max(0, stop - NOISE_RUNS - 1) : stop]
     previous, current = window[:-1], window[1:]
     ok = previous != 0
     changes = np.abs(current[ok] / previous[ok] - 1)
-    if changes.size < 4:
+    if changes.size < 5:
         return MIN_NOISE
     q1, q3 = np.percentile(changes, [25, 75])
     return max(MIN_NOISE, float(q3 + 3 * (q3 - q1)))
@@ -68,7 +70,9 @@ def noise_floor(medians: NDArray[np.float64], end: int) -> float:
 def newest_changes(runs: Sequence[RunFigures], first: int) -> list[Change]:
     """Each run from position `first` on against the previous good run (the last one before it
     that is not itself a change): Mann-Whitney U at ALPHA on the repeats and a change of the
-    median above the noise floor."""
+    median above the noise floor. A run at the level of the last change is that change seen
+    again, not another one: one step is one change point (and one event) from the night it
+    lands until E-Divisive settles it, and the runs after it are judged from its level."""
     medians = np.array([run.median for run in runs], dtype=float)
     found: list[Change] = []
     good = first - 1
@@ -76,20 +80,27 @@ def newest_changes(runs: Sequence[RunFigures], first: int) -> list[Change]:
         if good < 0:
             good = index
             continue
-        base, new = runs[good], runs[index]
         noise = noise_floor(medians, good + 1)
-        if base.median == 0 or abs(new.median / base.median - 1) <= noise:
+        p = _moved(runs[good], runs[index], noise)
+        if p is None:
             good = index
             continue
-        if len(base.samples) < 2 or len(new.samples) < 2:
+        if found and _moved(runs[found[-1].index], runs[index], noise) is None:
             good = index
             continue
-        p = mann_whitney_p(base.samples, new.samples)
-        if p >= ALPHA:
-            good = index
-            continue
-        found.append(Change(index, "newest", base.median, new.median, noise, p))
+        found.append(Change(index, "newest", runs[good].median, runs[index].median, noise, p))
     return found
+
+
+def _moved(base: RunFigures, new: RunFigures, noise: float) -> float | None:
+    """Mann-Whitney U's p when `new` moved from `base` (its median past the noise floor, its
+    repeats apart at ALPHA), else None."""
+    if base.median == 0 or abs(new.median / base.median - 1) <= noise:
+        return None
+    if len(base.samples) < 2 or len(new.samples) < 2:
+        return None
+    p = mann_whitney_p(base.samples, new.samples)
+    return p if p < ALPHA else None
 
 
 def retrospective_changes(runs: Sequence[RunFigures]) -> list[Change]:
