@@ -21,6 +21,7 @@ from harness.format.metrics import (
     metric_columns,
     table_labels,
 )
+from harness.format.names import printable
 from harness.format.notes import grouped, notes
 from harness.format.numbers import DASH, human_p, is_time_metric
 from harness.probes import registry
@@ -152,7 +153,7 @@ def _describe(label: str, run: RunDoc) -> Text:
     host, git = run.host, run.git
     commit = (git.commit or "no commit")[:10] + (" dirty" if git.dirty else "")
     return Text(
-        f"{label}  {run.run_id} · {run.suite} · {run.status} · git {commit}"
+        f"{label}  {run.run_id} · {printable(run.suite)} · {run.status} · git {commit}"
         f" · host {host.hostname} ({host.cpu_model}, {host.logical_cpus} CPUs)"
     )
 
@@ -160,7 +161,9 @@ def _describe(label: str, run: RunDoc) -> Text:
 def _warnings(a: RunDoc, b: RunDoc) -> list[str]:
     found = []
     if a.suite != b.suite:
-        found.append(f"the runs are of different suites ({a.suite}, {b.suite})")
+        found.append(
+            f"the runs are of different suites ({printable(a.suite)}, {printable(b.suite)})"
+        )
     differing = [
         key
         for key in ("hostname", "cpu_model", "logical_cpus", "governor", "smt", "turbo")
@@ -188,15 +191,15 @@ def _cell_columns(table: Table, entries: Sequence[Mapping[str, Any]]) -> list[st
     if len({str(e["scenario"]) for e in entries}) > 1:
         table.add_column("scenario", no_wrap=True, overflow="fold")
     for name in params:
-        table.add_column(name, justify="right", no_wrap=True, overflow="fold")
+        table.add_column(Text(printable(name)), justify="right", no_wrap=True, overflow="fold")
     return params
 
 
 def _cell_row(entry: Mapping[str, Any], scenarios: bool, params: Sequence[str]) -> list[Text | str]:
-    row: list[Text | str] = [str(entry["strategy"])]
+    row: list[Text | str] = [Text(printable(entry["strategy"]))]
     if scenarios:
-        row.append(str(entry["scenario"]))
-    return row + [param_text(entry["params"].get(param)) for param in params]
+        row.append(Text(printable(entry["scenario"])))
+    return row + [Text(param_text(entry["params"].get(param))) for param in params]
 
 
 def comparison_table(
@@ -219,7 +222,8 @@ def comparison_table(
         name = str(entry["metric"])
         time_ns = is_time_metric(name, units.get(name))
         row = _cell_row(entry, scenarios, params)
-        row += [name, figure(entry["a"], time_ns, layout), figure(entry["b"], time_ns, layout)]
+        row += [Text(printable(name)), figure(entry["a"], time_ns, layout)]
+        row.append(figure(entry["b"], time_ns, layout))
         row.append(ratio_figure(entry, layout))
         if wide:
             row.append(DASH if entry["p_value"] is None else human_p(float(entry["p_value"])))
@@ -284,7 +288,7 @@ def fitted_comparison(
     build = partial(ratio_table, by_cell(matched), headings)
     table, chosen = fitted_table(build, candidates, candidates[:1], console)
     left_out = [name for name in (*candidates, *present) if name not in chosen]
-    return table, chosen, [labels.get(name, name) for name in dict.fromkeys(left_out)]
+    return table, chosen, [printable(labels.get(name, name)) for name in dict.fromkeys(left_out)]
 
 
 def render(
@@ -325,11 +329,9 @@ def render(
         )
     for entry in entries:
         if entry["metric"] is None:
-            params = " ".join(f"{k}={param_text(v)}" for k, v in entry["params"].items())
-            console.print(
-                f"{entry['verdict']}: {entry['strategy']} · {entry['scenario']}"
-                + (f" · {params}" if params else "")
-            )
+            params = " ".join(f"{printable(k)}={param_text(v)}" for k, v in entry["params"].items())
+            where = f"{printable(entry['strategy'])} · {printable(entry['scenario'])}"
+            console.print(Text(f"{entry['verdict']}: {where}" + (f" · {params}" if params else "")))
     lines = notes(noted, strategy_key="strategy")
     if not wide:
         cells = {
@@ -373,7 +375,7 @@ def compare_command(
         # break it with a newline.
         out.print(f"differential flame graph (A -> B): {graph}", highlight=False, soft_wrap=True)
     for line in missing:
-        out.print(f"[dim]no differential graph for {line}[/]", highlight=False)
+        out.print(Text(f"no differential graph for {printable(line)}", style="dim"))
     return 0
 
 

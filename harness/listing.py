@@ -7,8 +7,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from harness.describe import Description, render
+from harness.format.names import printable
 from harness.suites import Suite
 
 
@@ -57,26 +59,31 @@ def suite_entry(
 
 
 def print_suites(entries: Sequence[dict[str, Any]], console: Console) -> None:
+    """The suites as tables; every text a suite or its workload gives is shown escaped
+    (harness/format/names.py)."""
     if not entries:
         console.print("no suites found (a suite is a folder with a suite.toml)")
     for entry in entries:
-        console.print(f"[bold]{entry['name']}[/bold]: {entry['description']}", highlight=False)
-        console.print(f"  folder: {entry['folder']}", highlight=False, markup=False)
+        heading = Text(printable(entry["name"]), style="bold")
+        console.print(heading.append(f": {printable(entry['description'])}", style=""))
+        console.print(Text(f"  folder: {printable(entry['folder'])}"))
         if entry["status"] != "ok":
-            console.print(f"  {entry['status']}", style="yellow", markup=False)
+            console.print(Text(f"  {printable(entry['status'])}", style="yellow"))
             console.print()
             continue
         console.print(
-            f"  baseline: {entry['baseline']}   default scenario: {entry['default_scenario']}",
-            markup=False,
+            Text(
+                f"  baseline: {printable(entry['baseline'])}   "
+                f"default scenario: {printable(entry['default_scenario'])}"
+            )
         )
         strategies = Table("strategy", "help", title="strategies", title_justify="left")
         for s in entry["strategies"]:
-            strategies.add_row(s["name"], s["help"])
+            strategies.add_row(*_cells(s["name"], s["help"]))
         scenarios = Table("scenario", "sets", "help", title="scenarios", title_justify="left")
         for s in entry["scenarios"]:
             sets = ", ".join(f"{k}={render(v)}" for k, v in s["params"].items())
-            scenarios.add_row(s["name"], sets or "-", s["help"])
+            scenarios.add_row(*_cells(s["name"], sets or "-", s["help"]))
         params = Table(
             "parameter",
             "type",
@@ -87,6 +94,13 @@ def print_suites(entries: Sequence[dict[str, Any]], console: Console) -> None:
             title_justify="left",
         )
         for p in entry["params"]:
-            params.add_row(p["name"], p["type"], render(p["default"]), p["valid"], p["help"])
+            params.add_row(
+                *_cells(p["name"], p["type"], render(p["default"]), p["valid"], p["help"])
+            )
         console.print(strategies, scenarios, params)
         console.print()
+
+
+def _cells(*texts: object) -> list[Text]:
+    """Table cells of texts shown as they are: escaped, and never read as rich markup."""
+    return [Text(printable(text)) for text in texts]

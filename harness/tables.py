@@ -30,6 +30,7 @@ from harness.format.metrics import (
     ratio_metric,
     table_labels,
 )
+from harness.format.names import printable
 from harness.format.notes import (
     STATUS_NOTES,
     grouped,
@@ -182,7 +183,7 @@ def scenario_table(
     strategy cell (only when some cell lost repeats), so 100 columns (80 stacked) suffice.
     Not `full` (the default table, one line a row): no p column (the * says p < 0.05) and a
     runs column only when some cell lost repeats."""
-    table = new_table(f"scenario {scenario}", layout, roomy=full)
+    table = new_table(f"scenario {printable(scenario)}", layout, roomy=full)
     irregular = len({runs_text(cell).plain for cell in cells}) > 1 or any(
         cell.failures for cell in cells
     )
@@ -192,22 +193,22 @@ def scenario_table(
     table.add_column("strategy", no_wrap=True, overflow="fold")
     params = varying_params([view.cell_doc(cell) for cell in cells])
     for name in params:
-        table.add_column(name, justify="right", no_wrap=True, overflow="fold")
+        table.add_column(Text(printable(name)), justify="right", no_wrap=True, overflow="fold")
     for name in columns:
-        table.add_column(labels.get(name, name), justify="right", overflow="fold")
+        table.add_column(Text(labels.get(name, name)), justify="right", overflow="fold")
     if baseline is not None:
-        table.add_column(f"vs {baseline}", justify="right", overflow="fold")
+        table.add_column(Text(f"vs {printable(baseline)}"), justify="right", overflow="fold")
         if show_p:
             table.add_column("p", justify="right", no_wrap=True, overflow="fold")
     if show_runs:
         table.add_column("runs", justify="right", no_wrap=True, overflow="fold")
 
     for cell, summary in zip(cells, summaries_of(view, cells), strict=True):
-        strategy = Text(cell.strategy)
+        strategy = Text(printable(cell.strategy))
         if not wide and irregular:
             strategy.append("\n").append_text(runs_text(cell)).append(" runs")
         row: list[Text | str] = [strategy]
-        row += [param_text(cell.params.get(name)) for name in params]
+        row += [Text(param_text(cell.params.get(name))) for name in params]
         row += [
             figure(
                 summary.get(name),
@@ -237,7 +238,7 @@ def _header(run: RunDoc) -> Text:
     config, host, git = run.config, run.host, run.git
     on_off: dict[bool | None, str] = {True: "on", False: "off"}
     text = Text()
-    text.append(run.suite, style="bold")
+    text.append(printable(run.suite), style="bold")
     text.append(f" · run {run.run_id} · {run.status}")
     facts = [
         f"{config.repeats} repeats {TIMES} {config.duration_s} s (warm-up {config.warmup_s} s)",
@@ -263,14 +264,15 @@ def _failure_lines(cells: Sequence[Cell], params: Sequence[str]) -> list[Text]:
     lines = []
     for cell in cells:
         label = " ".join(
-            [cell.strategy] + [f"{name}={param_text(cell.params.get(name))}" for name in params]
+            [printable(cell.strategy)]
+            + [f"{printable(name)}={param_text(cell.params.get(name))}" for name in params]
         )
         for failure in cell.failures[:3]:
             error = failure.error.strip().splitlines()
+            last = printable(error[-1]) if error else "no message"
             lines.append(
                 Text(
-                    f"failed: {label} repeat {failure.repeat} "
-                    f"(exit {failure.exit_code}): {error[-1] if error else 'no message'}",
+                    f"failed: {label} repeat {failure.repeat} (exit {failure.exit_code}): {last}",
                     style="red",
                 )
             )
@@ -290,7 +292,7 @@ def _legend(
     )
     if metric is not None:
         text.append(
-            f"; vs: ratio of {labels.get(metric, metric)} medians to the baseline "
+            f"; vs: ratio of {printable(labels.get(metric, metric))} medians to the baseline "
             "[95% bootstrap interval]; * Mann-Whitney U two-sided p < 0.05 "
             "(green better, red worse)",
             style="dim",
@@ -331,7 +333,7 @@ def overhead_table(view: RunView) -> Table | None:
     table = new_table(title, "wide")
     table.add_column("strategy", no_wrap=True)
     for name in params:
-        table.add_column(name, justify="right")
+        table.add_column(Text(printable(name)), justify="right")
     for key in overall:
         table.add_column(key, justify="right")
 
@@ -343,8 +345,8 @@ def overhead_table(view: RunView) -> Table | None:
     for cell in run.cells:
         ratios = cell.probe_overhead or {}
         pairs = cell.probe_overhead_paired or {}
-        row: list[Text | str] = [cell.strategy]
-        row += [param_text(cell.params.get(name)) for name in params]
+        row: list[Text | str] = [Text(printable(cell.strategy))]
+        row += [Text(param_text(cell.params.get(name))) for name in params]
         table.add_row(*row, *(ratio(ratios.get(key), pairs.get(key)) for key in overall))
     pooled = run.probe_overhead_paired or {}
     label = Text("all cells (rounds pooled)" if pooled else "all cells (geometric mean)")
@@ -446,7 +448,7 @@ def print_run(run: RunDoc, console: Console, wide: bool = False) -> None:
     if zero_everywhere and not wide:
         console.print(Text(f"{' and '.join(zero_everywhere)}: 0 in every repeat", style="dim"))
     if hidden:
-        names = ", ".join(labels.get(name, name) for name in hidden)
+        names = ", ".join(printable(labels.get(name, name)) for name in hidden)
         console.print(
             Text(
                 f"{len(hidden)} more column{'s' if len(hidden) > 1 else ''} ({names}) and "
@@ -462,7 +464,7 @@ def print_run(run: RunDoc, console: Console, wide: bool = False) -> None:
     else:
         probes = probe_summary(cell_docs, run.named_probes())
         unstable = stability_summary(cell_docs, labels)
-        what = labels.get(str(metric), str(metric))
+        what = printable(labels.get(str(metric), str(metric)))
         cpu = grouped(
             cpu,
             f"CPU per op tells {len(cpu)} cells from the baseline where {what} does not: "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.format.names import printable
 from harness.format.numbers import DASH
 from harness.stats import params_key, summarize_cell
 
@@ -24,6 +25,7 @@ def varying_params(cells: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def param_text(value: Any) -> str:
+    """A param's value as shown; a string's control characters escaped."""
     if isinstance(value, bool):
         return str(value).lower()
-    return DASH if value is None else str(value)
+    return DASH if value is None else printable(value)

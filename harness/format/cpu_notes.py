@@ -13,13 +13,17 @@ from typing import Any
 
 from harness.format.cells import param_text
 from harness.format.metrics import CPU_METRICS
+from harness.format.names import printable
 from harness.format.numbers import human_p, human_ratio
 from harness.stats import params_key
 
 
 def _cell_label(entry: Mapping[str, Any]) -> str:
-    params = " ".join(f"{k}={param_text(v)}" for k, v in (entry.get("params") or {}).items())
-    return " ".join(filter(None, [str(entry.get("scenario")), str(entry.get("candidate")), params]))
+    params = " ".join(
+        f"{printable(k)}={param_text(v)}" for k, v in (entry.get("params") or {}).items()
+    )
+    names = [printable(entry.get("scenario")), printable(entry.get("candidate")), params]
+    return " ".join(filter(None, names))
 
 
 def cpu_notes(

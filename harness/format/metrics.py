@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.format.names import printable
 from harness.probes import registry
 
 # The headline columns, as in the scylla PR's summary, in this order when present; every other
@@ -85,7 +86,7 @@ def is_window_total(name: str, unit: str) -> bool:
 
 def heading(name: str, labels: Mapping[str, str], units: Mapping[str, str]) -> str:
     """A column's heading: its label, and under it "(window total)" for a window total."""
-    label = labels.get(name, name)
+    label = printable(labels.get(name, name))
     return f"{label}\n(window total)" if is_window_total(name, units.get(name, "")) else label
 
 

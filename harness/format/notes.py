@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from harness.format.cells import param_text
+from harness.format.names import printable
 from harness.stability import SPREAD_LIMIT, stability_notes
 
 # More notes of a kind than this, and the default table says them in one line (--wide and
@@ -32,8 +33,10 @@ def notes(entries: Sequence[Mapping[str, Any]], strategy_key: str = "candidate")
     cells_by_reason: dict[str, dict[str, None]] = {}  # dicts as ordered sets
     for e in entries:
         if e.get("reason"):
-            params = " ".join(f"{k}={param_text(v)}" for k, v in (e.get("params") or {}).items())
-            label = " ".join(filter(None, [str(e.get(strategy_key)), params]))
+            params = " ".join(
+                f"{printable(k)}={param_text(v)}" for k, v in (e.get("params") or {}).items()
+            )
+            label = " ".join(filter(None, [printable(e.get(strategy_key)), params]))
             cells_by_reason.setdefault(str(e["reason"]), {})[label] = None
     found = []
     for reason, labels in cells_by_reason.items():

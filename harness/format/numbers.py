@@ -43,10 +43,26 @@ def human(value: float, time_ns: bool = False, compact: bool = False) -> str:
     if abs(float(text)) >= 1000 and index + 1 < len(scales):
         index += 1
         text = _digits(value / scales[index][0], compact)
+    if abs(float(text)) >= 1000:  # past the largest prefix: 1.2e17, not 120000T
+        unit, suffix = (1e9, "s") if time_ns else (1.0, "")
+        return scientific(value / unit) + suffix
     return text + scales[index][1]
 
 
+def scientific(value: float) -> str:
+    """3 significant digits and a plain exponent: 1.2e17, 1.8e308, -5.5e15."""
+    mantissa, _, exponent = f"{value:.3g}".partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else mantissa
+
+
+def thousands(value: float) -> str:
+    """2000000 -> 2,000,000; from 1e15 on (past T) in scientific notation, 1.2e17."""
+    return f"{value:,.0f}" if abs(value) < _COUNT_SCALES[-1][0] * 1000 else scientific(value)
+
+
 def human_ratio(ratio: float) -> str:
+    if ratio >= 1000:  # 1.2e5x, not its digits
+        return f"{scientific(ratio)}{TIMES}"
     if ratio >= 10:
         return f"{ratio:.1f}{TIMES}"
     if ratio >= 0.1:

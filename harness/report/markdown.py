@@ -16,6 +16,7 @@ from harness.charts.report import report_charts
 from harness.format.cells import param_text, varying_params
 from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts
+from harness.format.names import printable
 from harness.format.numbers import DASH
 from harness.report import data
 from harness.report.data import Code, Facts, Finding, write_page
@@ -34,8 +35,9 @@ _EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 def text(value: Any) -> str:
     """Plain text with Markdown's special characters escaped (safe in table cells too), as
-    few as possible so the pasted source stays readable."""
-    out = _SPECIAL.sub(r"\\\1", str(value))
+    few as possible so the pasted source stays readable; a newline or other control
+    character as its escape (`\\n`), which would end a table's row."""
+    out = _SPECIAL.sub(r"\\\1", printable(value))
     out = _EDGE_UNDERSCORE.sub(r"\\_", out)
     if "](" in out or "]:" in out:
         out = out.replace("[", "\\[").replace("]", "\\]")
@@ -43,8 +45,9 @@ def text(value: Any) -> str:
 
 
 def code(value: Any) -> str:
-    """A code span that survives backticks in the text and `|` in table cells."""
-    raw = str(value).replace("|", "\\|")
+    """A code span that survives backticks in the text and `|` in table cells; control
+    characters escaped as in `text`."""
+    raw = printable(value).replace("|", "\\|")
     longest = max((len(run) for run in re.findall(r"`+", raw)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if raw.startswith("`") or raw.endswith("`") else ""

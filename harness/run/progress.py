@@ -19,6 +19,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from harness.format.names import printable
+from harness.format.numbers import thousands
 from harness.run.repeat import Outcome
 
 
@@ -32,10 +34,11 @@ class Step:
     cells: int
     repeat: int  # 1-based
     repeats: int
-    label: str  # strategy and explicit params
+    label: str  # strategy and explicit params, as the workload names them
 
     def where(self) -> str:
-        return f"cell {self.cell}/{self.cells} repeat {self.repeat}/{self.repeats} {self.label}"
+        where = f"cell {self.cell}/{self.cells} repeat {self.repeat}/{self.repeats}"
+        return f"{where} {printable(self.label)}"
 
 
 class ProgressView(Protocol):
@@ -58,9 +61,9 @@ def outcome_text(outcome: Outcome) -> str:
         assert outcome.result is not None
         ops = outcome.result.get("ops_per_sec")
         if isinstance(ops, int | float):
-            return f"{ops:,.0f} ops/s"
+            return f"{thousands(ops)} ops/s"
         return "ok"
-    return f"FAILED: {outcome.error}"
+    return f"FAILED: {printable(outcome.error)}"  # the workload's words, maybe its stderr
 
 
 class _Eta:
@@ -128,7 +131,7 @@ class RichProgress:
     ) -> None:
         self.eta = _Eta(total, planned_step_s, later_s)
         self.progress = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),  # names are not markup
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
