@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from harness import stability, stats
 from harness.base.writes import (
     WriteFailed,
@@ -85,6 +87,7 @@ class RunRecord:
         self.run_dir = run_dir
         self.run = run
         self.identity = _identity(run_dir)  # to notice the folder removed (and made again)
+        self.written: RunDoc | None = None  # run.json as last written, read back
 
     @property
     def path(self) -> Path:
@@ -263,13 +266,16 @@ class RunRecord:
     def fail(self, reason: str) -> bool:
         """End the run `failed` with `reason` (a write error) where run.json can still be
         written, if need be in the room the reserve kept; whether it could."""
+        # Failed over a figure run.json cannot hold: the run as last written says so.
+        if _unreadable(self._text()) is not None and self.written is not None:
+            self.run = self.written
         self.run.status = "failed"
         self.run.error = reason
         self.run.finished_at = utc_now()
         release_reserve(self.run_dir)
         if _identity(self.run_dir) != self.identity:
             return False
-        text = jsonfile.dumps(self.run) + "\n"
+        text = self._text()
         try:
             write_atomic(self.path, text)
         except OSError:
@@ -280,13 +286,37 @@ class RunRecord:
         return True
 
     def write(self) -> None:
-        """run.json, atomically; WriteFailed (one line: the path and the error) otherwise."""
+        """run.json, atomically, and only as the harness reads it back: WriteFailed (one
+        line: the path and the error) otherwise, e.g. for a figure JSON cannot hold."""
         if _identity(self.run_dir) != self.identity:
             raise WriteFailed(f"cannot write {self.path}: the run directory was removed")
+        text = self._text()
+        problem = _unreadable(text)
+        if problem is not None:
+            raise WriteFailed(f"cannot write {self.path}: it would not read back: {problem}")
         try:
-            write_atomic(self.path, jsonfile.dumps(self.run) + "\n")
+            write_atomic(self.path, text)
         except OSError as err:
             raise write_failed(err, self.path) from err
+        self.written = RunDoc.model_validate_json(text)
+
+    def _text(self) -> str:
+        return jsonfile.dumps(self.run) + "\n"
+
+
+def _unreadable(text: str) -> str | None:
+    """Why the harness would refuse this run.json text as it reads it (where and what, of
+    the first problem), or None."""
+    try:
+        RunDoc.model_validate_json(text)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        # JSON has no infinity: the one figure the dump turns into null (harness/base/writes.py).
+        infinite = first["type"] == "float_type" and first["input"] is None
+        cause = " (an infinite figure, written as null)" if infinite else ""
+        return f"{where}: {first['msg']}{cause}"
+    return None
 
 
 def _interval(ratios: Sequence[float]) -> OverheadInterval:

@@ -82,12 +82,20 @@ def spearman_trend(values: Sequence[float]) -> tuple[float, float]:
     return rho, math.erfc(abs(z) / math.sqrt(2))
 
 
-def warnings_for(values: Sequence[float]) -> list[str]:
+def warnings_for(figures: Sequence[float]) -> list[str]:
     """The stability warnings of one metric's values, in repeat order."""
     found: list[str] = []
-    n = len(values)
+    n = len(figures)
     if n < 3:
         return found
+    # Every test below is scale-free: taken on the values over a power of two that brings the
+    # largest to at most 1, the sums of means and deviations cannot overflow (1e308 repeats).
+    exponent = math.frexp(max(abs(v) for v in figures))[1]
+    values = [math.ldexp(v, -exponent) for v in figures]
+
+    def shown(scaled: float) -> str:
+        return f"{math.ldexp(scaled, exponent):.4g}"
+
     mean = statistics.fmean(values)
     med = statistics.median(values)
     if mean != 0:
@@ -103,8 +111,8 @@ def warnings_for(values: Sequence[float]) -> list[str]:
             wider = max(low[-1] - low[0], high[-1] - high[0])
             if gap > GAP_FACTOR * wider and gap > SPREAD_LIMIT * abs(med):
                 found.append(
-                    f"bimodal: {len(low)} repeats near {statistics.median(low):.4g}, "
-                    f"{len(high)} near {statistics.median(high):.4g}"
+                    f"bimodal: {len(low)} repeats near {shown(statistics.median(low))}, "
+                    f"{len(high)} near {shown(statistics.median(high))}"
                 )
     if n >= 5:
         rho, p = spearman_trend(values)

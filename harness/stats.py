@@ -74,10 +74,36 @@ def median_interval(values: Sequence[float]) -> tuple[float, float, float]:
     return xs[k - 1], xs[n - k], coverage
 
 
+def midpoint(low: Any, high: Any) -> Any:
+    """(low + high) / 2 of floats or arrays, finite for finite ends: where the sum overflows
+    (two figures near 1.8e308), the halves are added instead (no rounding in either)."""
+    with np.errstate(over="ignore"):
+        total = np.add(low, high)
+    halves = np.divide(low, 2) + np.divide(high, 2)
+    middle = np.where(np.isfinite(total), total / 2, halves)
+    return float(middle) if middle.ndim == 0 else middle
+
+
+def median(values: Sequence[float]) -> float:
+    """The median, as numpy's, without its overflow to inf between two huge middle values."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("median needs at least one value")
+    half = len(xs) // 2
+    return float(xs[half]) if len(xs) % 2 else float(midpoint(xs[half - 1], xs[half]))
+
+
+def _row_medians(samples: np.ndarray) -> np.ndarray:
+    """The median of each row, as `median` takes it."""
+    ordered = np.sort(samples, axis=1)
+    width = ordered.shape[1]
+    return np.asarray(midpoint(ordered[:, (width - 1) // 2], ordered[:, width // 2]))
+
+
 def summarize_values(values: Sequence[float]) -> dict[str, float]:
     low, high, coverage = median_interval(values)
     return {
-        "median": float(np.median(values)),
+        "median": median(values),
         "min": float(min(values)),
         "max": float(max(values)),
         "ci95_low": low,
@@ -155,17 +181,21 @@ def bootstrap_ratio_interval(
     """95% percentile-bootstrap interval of median(candidate) / median(baseline).
 
     Both groups are resampled with replacement. None when some resampled baseline median is 0
-    (the ratio has no upper bound then).
+    (the ratio has no upper bound then) or some ratio is beyond a double's range.
     """
     rng = np.random.default_rng(seed)
     base = np.asarray(baseline, dtype=float)
     cand = np.asarray(candidate, dtype=float)
-    base_medians = np.median(rng.choice(base, size=(resamples, base.size)), axis=1)
-    cand_medians = np.median(rng.choice(cand, size=(resamples, cand.size)), axis=1)
+    base_medians = _row_medians(rng.choice(base, size=(resamples, base.size)))
+    cand_medians = _row_medians(rng.choice(cand, size=(resamples, cand.size)))
     if np.any(base_medians == 0):
         return None
+    with np.errstate(over="ignore"):
+        ratios = cand_medians / base_medians
+    if not np.all(np.isfinite(ratios)):
+        return None
     tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
-    low, high = np.percentile(cand_medians / base_medians, [tail, 100.0 - tail])
+    low, high = np.percentile(ratios, [tail, 100.0 - tail])
     return float(low), float(high)
 
 
@@ -206,8 +236,8 @@ def compare_samples(
     if n_base == 0 or n_cand == 0:
         out["reason"] = "no values to compare"
         return out
-    base_median = float(np.median(baseline))
-    cand_median = float(np.median(candidate))
+    base_median = median(baseline)
+    cand_median = median(candidate)
     p_value = mann_whitney_p(baseline, candidate)
     significant = p_value < ALPHA
     floor = smallest_p(n_base, n_cand)
@@ -217,16 +247,22 @@ def compare_samples(
             f"{n_base} vs {n_cand} repeats: the smallest possible p is {floor:.2g}, "
             f"so no difference can reach p < {ALPHA}"
         )
-    if base_median == 0:
+    ratio = cand_median / base_median if base_median != 0 else None
+    if ratio is None:
         reasons.append("the baseline median is 0, so there is no ratio")
+    elif not math.isfinite(ratio):
+        reasons.append("the ratio of the medians is beyond a double's range (over 1.8e308)")
     else:
-        out["ratio"] = cand_median / base_median
+        out["ratio"] = ratio
         if min(n_base, n_cand) < 2:
             reasons.append("a single repeat has no spread, so the ratio has no interval")
         else:
             interval = bootstrap_ratio_interval(baseline, candidate)
             if interval is None:
-                reasons.append("some resampled baseline medians are 0: no ratio interval")
+                reasons.append(
+                    "some resampled baseline medians are 0, or some ratios beyond a double's "
+                    "range: no ratio interval"
+                )
             else:
                 out["ci95_low"], out["ci95_high"] = interval
     out.update(
