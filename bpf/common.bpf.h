@@ -40,9 +40,13 @@ static __always_inline __u64 hb_window_delta(__u64 start, __u64 now)
 	return now > start ? now - start : 0;
 }
 
-static __always_inline __u32 hb_log2_slot(__u64 v)
+/* In 64 bits throughout, as libbpf-tools' log2l(): with a 32-bit r the bound
+ * below is checked on the subregister, and verifiers before 6.x's (Debian 12's
+ * 6.1) do not carry it to the 64-bit index, refusing every histogram update
+ * ("math between map_value pointer and register with unbounded min value"). */
+static __always_inline __u64 hb_log2_slot(__u64 v)
 {
-	__u32 r, shift;
+	__u64 r, shift;
 
 	r = (v > 0xFFFFFFFFULL) << 5;
 	v >>= r;

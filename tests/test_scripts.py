@@ -23,6 +23,7 @@ IO_BENCH = REPO_ROOT / "workloads" / "target" / "release" / "io-bench"
 RUN_BY = {
     "bench-detection": "test_bench_detection_with_few_seeds",
     "bench-history": "test_bench_history_with_two_nights",
+    "boot-check": "test_boot_check_loads_every_collector_on_debian_12s_kernel",
     "check-core": "test_check_core_on_the_committed_kernels",
     "check-venv-access.sh": "test_check_venv_access_on_the_venv",
     "install-system-deps.sh": "test_install_system_deps_changes_nothing_here",
@@ -325,3 +326,28 @@ def test_kernel_btf_from_a_package(tmp_path: Path) -> None:
     done = run([sys.executable, SCRIPTS / "kernel-btf", deb, out])
     assert done.returncode == 0, done.stderr
     assert out.read_bytes() == btf
+
+
+@pytest.mark.bpf
+def test_boot_check_loads_every_collector_on_debian_12s_kernel() -> None:
+    """Debian 12's kernel (6.1) booted in QEMU: every collector loads under its verifier and
+    counts the Go target's events. Before hb_log2_slot() worked in 64 bits, sched, futex and gc
+    were refused there ("math between map_value pointer and register with unbounded min
+    value") while this machine's 6.18 took them."""
+    need(
+        bpf_toolchain_problem()
+        or tool_problem("qemu-system-x86_64", "qemu-system-x86")
+        or tool_problem("busybox", "busybox-static")
+        or tool_problem("apt-get", "apt")
+    )
+    if os.uname().machine != "x86_64":
+        need(f"boot-check boots x86_64 kernels; this machine is {os.uname().machine}")
+    build = run(["make", "-C", BPF_DIR])
+    assert build.returncode == 0, build.stderr
+    done = run([SCRIPTS / "boot-check"], timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    labels = ["sched", "futex", "futex --no-stacks", "offwake", "gc"]
+    assert [line.split(" on ")[0] for line in lines] == labels, done.stdout
+    for line in lines:
+        assert re.match(r"[\w -]+ on 6\.1\.\d+-\d+-amd64: loads and counts: exit 0 \{", line), line
