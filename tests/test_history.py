@@ -23,7 +23,7 @@ from alembic.migration import MigrationContext
 from conftest import HARNESS
 from historydb import create_database, postgres_server
 from historyruns import harness, write_night
-from sqlalchemy import func, select
+from sqlalchemy import create_engine, func, select, text
 
 from harness.history import events, importer
 from harness.history.db import MIGRATIONS, connect
@@ -292,3 +292,21 @@ def table_counts(db_url: str) -> dict[str, int]:
             table.name: conn.execute(select(func.count()).select_from(table)).scalar_one()
             for table in metadata.sorted_tables
         }
+
+
+@pytest.mark.e2e
+def test_a_missing_or_empty_postgresql_database_is_refused(
+    postgres: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A reader of an empty database gets one line and the database stays empty (no tables
+    created); one that does not exist is the server's one line."""
+    empty = create_database(postgres, "empty")
+    code, _, err = harness(["history", "list", "--db", empty], capsys)
+    assert code == 2 and err.count("\n") == 1 and "no history database there" in err, err
+    engine = create_engine(empty)
+    with engine.connect() as conn:
+        tables = text("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+        assert conn.execute(tables).scalar() == 0
+    engine.dispose()
+    code, _, err = harness(["history", "list", "--db", f"{postgres}/nosuchdb"], capsys)
+    assert code == 1 and err.count("\n") == 1 and '"nosuchdb" does not exist' in err, err

@@ -14,9 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import HARNESS
-from historydb import create_database, postgres_server, readonly_argv
+from historydb import readonly_argv
 from historyruns import harness, night, run_ids
-from sqlalchemy import create_engine, text
 
 pytestmark = pytest.mark.unit
 
@@ -169,23 +168,3 @@ def test_an_empty_file_is_refused_and_import_creates_the_database(
     code, _, err = harness(["history", "regressions", "--db", f"sqlite:///{empty}"], capsys)
     assert code == 2 and "no history database there" in err
     assert empty.stat().st_size == 0
-
-
-@pytest.mark.e2e
-def test_a_missing_or_empty_postgresql_database_is_refused(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    with postgres_server() as base:
-        empty = create_database(base, "empty")
-        code, _, err = harness(["history", "list", "--db", empty], capsys)
-        assert code == 2 and err.count("\n") == 1 and "no history database there" in err, err
-        with closing(create_engine(empty).connect()) as conn:
-            assert (
-                conn.execute(
-                    text("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
-                ).scalar()
-                == 0
-            )
-        missing = f"{base}/nosuchdb"
-        code, _, err = harness(["history", "list", "--db", missing], capsys)
-        assert code == 1 and err.count("\n") == 1 and '"nosuchdb" does not exist' in err, err
