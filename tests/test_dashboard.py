@@ -63,3 +63,27 @@ def test_a_night_without_some_probes_is_marked_on_the_pages(tmp_path: Path) -> N
     ]
     overview = (site / "index.html").read_text()
     assert "<td>probes missing: offwake</td></tr>" in overview  # the latest run's
+
+
+def test_a_change_on_one_machine_of_two_with_one_run_id_links_that_machines_run(
+    tmp_path: Path,
+) -> None:
+    """Two machines of a fleet, their runs started in the same seconds (one run id each night);
+    only machine-b steps down 40% at night 10: the overview's row is machine-b's run."""
+    dirs = []
+    for folder, drop in (("b", 0.4), ("vm", 0.0)):  # vm's runs last: they won the id before
+        rng = np.random.default_rng(7)
+        for n in range(12):
+            level = 1000.0 * (1 - drop if n >= 10 else 1)
+            host = "machine-b" if folder == "b" else "vm"
+            dirs.append(
+                write_night(tmp_path / folder, n, {("none", 64): level}, rng, hostname=host)
+            )
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    assert cli.main(["history", "import", "--db", url, *map(str, dirs)]) == 0
+    assert cli.main(["dashboard", "--db", url, "--out", str(tmp_path / "site")]) == 0
+    overview = (tmp_path / "site" / "index.html").read_text()
+    (row,) = re.findall(r"<tr class='open regression'>.*?</tr>", overview, re.S)
+    step = dirs[10].name  # machine-b's night 10
+    assert re.search(rf"<a href='[^']*/b/{step}/report\.html'>{step}</a>", row), row
+    assert "<svg class='spark'" in row  # the point is found in machine-b's series

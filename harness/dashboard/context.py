@@ -24,7 +24,11 @@ class Site:
         self.changes_of: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for change in history.changes:
             self.changes_of[change["series_id"]].append(change)
-        self.pks = {run.run_id: pk for pk, run in history.runs.items()}
+        # A change's run: two machines of a fleet can share a run id, so the machine is part of it.
+        self.pks = {
+            (history.machines[run.machine_id]["fingerprint"], run.run_id): pk
+            for pk, run in history.runs.items()
+        }
         suites = sorted({(s.machine_id, s.suite) for s in history.series.values()})
         suites += sorted({(r.machine_id, r.suite) for r in history.runs.values()} - set(suites))
         self.suite_page = {key: f"suite-{i + 1}.html" for i, key in enumerate(sorted(suites))}

@@ -83,7 +83,7 @@ class OverviewPages:
 
     def change_row(self, c: dict[str, Any]) -> str:
         s = self.site.h.series[c["series_id"]]
-        pk = self.site.pks[c["run_id"]]
+        pk = self.site.pks[(c["fingerprint"], c["run_id"])]
         run = self.site.h.runs[pk]
         at = next((i for i, pt in enumerate(s.points) if pt[0] == pk), None)
         interval, before_commit, spark = "", "?", ""

@@ -171,7 +171,7 @@ class SuitePages:
         point_of = {pt[0]: i for i, pt in enumerate(s.points)}
         marks = []
         for change in self.site.changes_of[s.id]:
-            at = point_of.get(self.site.pks[change["run_id"]])
+            at = point_of.get(self.site.pks[(change["fingerprint"], change["run_id"])])
             if at is None:
                 continue
             marks.append(
