@@ -4,7 +4,14 @@
 //! Per connection a reader task parses request frames and a writer task writes the answers
 //! in batches. Answers due at once go straight to the writer's queue; an answer with a
 //! service time, or one of the `slow_fraction` answered only after `slow_delay`, is sent by
-//! its own task when its tokio timer fires, so answers leave in any order. Each connection
+//! its own task when its tokio timer fires, so answers leave in any order.
+//!
+//! A client that sends without reading cannot make the server grow: the writer's queue is
+//! bounded ([`REPLY_QUEUE`] answers, as the scylla driver bounds its own connection's queue
+//! at 1024), and so are the answers waiting for their delay ([`MAX_DELAYED`]); the reader
+//! stops reading while either is full, and TCP's window stops the client. Accepting goes on
+//! through per-connection failures and waits out a lack of descriptors or memory
+//! ([`accept`]), so no client can end the server. Each connection
 //! counts the requests flagged as measured and how many of them it made slow, and reports
 //! both in answer to `STATS`; since frames of one connection are read in order, a `STATS`
 //! sent after a batch of requests counts all of them.
@@ -21,7 +28,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::params::{Params, ServiceDist};
@@ -31,6 +38,14 @@ use crate::protocol::{self, FrameReader, ProtocolError, Request, ServerStats};
 const BATCH_REPLIES: usize = 512;
 /// A write buffer this full goes out even if more answers are queued.
 const FLUSH_BYTES: usize = 256 << 10;
+/// Answers queued for a connection's writer at most (the scylla driver's request queue is a
+/// `mpsc::channel(1024)` too); beyond, the reader waits.
+pub(crate) const REPLY_QUEUE: usize = 1024;
+/// Answers of one connection waiting for their delay at most: the most requests a client
+/// with 15-bit stream ids (the scylla driver's, and ours) has in flight on a connection.
+pub(crate) const MAX_DELAYED: usize = 1 << 15;
+/// How long accepting waits before it retries when descriptors or memory ran out.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// Initial size of a connection's read buffer.
 pub(crate) const READ_BUFFER: usize = 64 << 10;
 /// Longest exponential service time, in means.
@@ -162,10 +177,80 @@ impl Drop for Server {
 async fn accept_loop(listener: TcpListener, config: Arc<ServerConfig>) -> io::Result<()> {
     let mut conn_no = 0u64;
     loop {
-        let (socket, _) = listener.accept().await?;
-        socket.set_nodelay(true)?;
+        let socket = accept(&listener, "timers server").await?;
         tokio::spawn(serve_connection(socket, Arc::clone(&config), conn_no));
         conn_no += 1;
+    }
+}
+
+/// What an error of `accept` means for the accepting loop.
+#[derive(Debug, PartialEq, Eq)]
+enum AcceptFailure {
+    /// One connection failed (reset or aborted before it was taken, ...): take the next.
+    Connection,
+    /// The listener itself is broken: stop serving.
+    Listener,
+    /// Out of descriptors or memory (or unknown): wait, then retry, as hyper's and tokio's
+    /// servers do; connections closing free what is missing.
+    Resources,
+}
+
+fn accept_failure(e: &io::Error) -> AcceptFailure {
+    match e.raw_os_error() {
+        Some(
+            libc::ECONNABORTED
+            | libc::ECONNRESET
+            | libc::ECONNREFUSED
+            | libc::EPROTO
+            | libc::EPERM
+            | libc::EINTR
+            | libc::EAGAIN
+            | libc::ETIMEDOUT
+            | libc::ENETDOWN
+            | libc::ENETUNREACH
+            | libc::EHOSTDOWN
+            | libc::EHOSTUNREACH
+            | libc::ENONET
+            | libc::ENOPROTOOPT,
+        ) => AcceptFailure::Connection,
+        Some(libc::EBADF | libc::EINVAL | libc::ENOTSOCK | libc::EOPNOTSUPP | libc::EFAULT) => {
+            AcceptFailure::Listener
+        }
+        _ => AcceptFailure::Resources,
+    }
+}
+
+/// The next connection on `listener` (both protocols' accepting loops). A failure of one
+/// connection is skipped; running out of descriptors (EMFILE, ENFILE) or memory (ENOBUFS,
+/// ENOMEM) is said once on stderr (`who`: the server's name) and retried every
+/// [`ACCEPT_BACKOFF`] until it passes. Only a broken listener is an error.
+pub(crate) async fn accept(listener: &TcpListener, who: &str) -> io::Result<TcpStream> {
+    let mut said = false;
+    loop {
+        match listener.accept().await {
+            Ok((socket, _)) => {
+                // Fails only for a socket already dead, which its reader will find.
+                let _ = socket.set_nodelay(true);
+                if said {
+                    eprintln!("{who}: accepting again");
+                }
+                return Ok(socket);
+            }
+            Err(e) => match accept_failure(&e) {
+                AcceptFailure::Connection => {}
+                AcceptFailure::Listener => return Err(e),
+                AcceptFailure::Resources => {
+                    if !said {
+                        eprintln!(
+                            "{who}: cannot accept a connection: {e}; retrying every {} ms",
+                            ACCEPT_BACKOFF.as_millis()
+                        );
+                        said = true;
+                    }
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+            },
+        }
     }
 }
 
@@ -186,7 +271,7 @@ enum ReplyKind {
 
 async fn serve_connection(socket: TcpStream, config: Arc<ServerConfig>, conn_no: u64) {
     let (rd, wr) = socket.into_split();
-    let (replies, rx) = mpsc::unbounded_channel();
+    let (replies, rx) = mpsc::channel(REPLY_QUEUE);
     tokio::spawn(write_replies(wr, rx));
     if let Err(e) = read_requests(rd, replies, &config, conn_no).await {
         // The client hanging up at the end of a run is normal; broken frames are not.
@@ -196,15 +281,20 @@ async fn serve_connection(socket: TcpStream, config: Arc<ServerConfig>, conn_no:
     }
 }
 
+/// Reads and serves requests until the client hangs up or its writer is gone. Waits (and so
+/// stops reading) while the writer's queue or the delayed answers are full.
 async fn read_requests(
     mut rd: OwnedReadHalf,
-    replies: mpsc::UnboundedSender<Reply>,
+    replies: mpsc::Sender<Reply>,
     config: &ServerConfig,
     conn_no: u64,
 ) -> io::Result<()> {
     let mut frames = FrameReader::with_capacity(READ_BUFFER);
     let mut rng = config.rng(conn_no);
     let mut stats = ServerStats::default();
+    let delayed = Arc::new(Semaphore::new(MAX_DELAYED));
+    // The writer is gone (the client stopped reading or hung up): so is this connection.
+    let gone = || Ok(());
     loop {
         if frames.fill(&mut rd).await? == 0 {
             return Ok(());
@@ -216,10 +306,13 @@ async fn read_requests(
                 Ok(Request::Write { .. }) => ReplyKind::Done,
                 Ok(Request::Read { value_len, .. }) => ReplyKind::Value(value_len),
                 Ok(Request::Stats) => {
-                    let _ = replies.send(Reply {
+                    let reply = Reply {
                         stream,
                         kind: ReplyKind::Stats(stats),
-                    });
+                    };
+                    if replies.send(reply).await.is_err() {
+                        return gone();
+                    }
                     continue;
                 }
                 Err(ProtocolError::UnknownOpcode(_)) => ReplyKind::Error("unknown opcode"),
@@ -227,7 +320,9 @@ async fn read_requests(
             };
             let reply = Reply { stream, kind };
             if matches!(kind, ReplyKind::Error(_)) {
-                let _ = replies.send(reply);
+                if replies.send(reply).await.is_err() {
+                    return gone();
+                }
                 continue;
             }
             let (delay, slow) = config.delay(&mut rng);
@@ -236,20 +331,26 @@ async fn read_requests(
                 stats.measured_slow += u64::from(slow);
             }
             if delay.is_zero() {
-                // A failed send means the writer is gone; the read side ends soon after.
-                let _ = replies.send(reply);
+                if replies.send(reply).await.is_err() {
+                    return gone();
+                }
             } else {
+                let Ok(slot) = Arc::clone(&delayed).acquire_owned().await else {
+                    unreachable!("the semaphore is never closed");
+                };
                 let replies = replies.clone();
                 tokio::spawn(async move {
                     tokio::time::sleep(delay).await;
-                    let _ = replies.send(reply);
+                    // A failed send means the writer is gone; the reader stops soon after.
+                    let _ = replies.send(reply).await;
+                    drop(slot);
                 });
             }
         }
     }
 }
 
-async fn write_replies(wr: OwnedWriteHalf, rx: mpsc::UnboundedReceiver<Reply>) {
+async fn write_replies(wr: OwnedWriteHalf, rx: mpsc::Receiver<Reply>) {
     let mut value = Vec::new();
     let encode = move |reply: Reply, out: &mut Vec<u8>| match reply.kind {
         ReplyKind::Done => protocol::encode_response(out, reply.stream, protocol::OP_DONE, &[]),
@@ -274,10 +375,11 @@ async fn write_replies(wr: OwnedWriteHalf, rx: mpsc::UnboundedReceiver<Reply>) {
 }
 
 /// A connection's writer (ours and the CQL mode's): answers taken off the queue in batches,
-/// encoded into one buffer, written when the queue is drained or the buffer is full.
+/// encoded into one buffer, written when the queue is drained or the buffer is full, so the
+/// buffer holds at most [`FLUSH_BYTES`] and one answer.
 pub(crate) async fn write_batched<R>(
     mut wr: OwnedWriteHalf,
-    mut rx: mpsc::UnboundedReceiver<R>,
+    mut rx: mpsc::Receiver<R>,
     mut encode: impl FnMut(R, &mut Vec<u8>),
 ) {
     let mut batch = Vec::with_capacity(BATCH_REPLIES);
@@ -288,6 +390,9 @@ pub(crate) async fn write_batched<R>(
         }
         for reply in batch.drain(..) {
             encode(reply, &mut out);
+            if out.len() >= FLUSH_BYTES && flush(&mut wr, &mut out).await.is_err() {
+                return;
+            }
         }
         while out.len() < FLUSH_BYTES {
             match rx.try_recv() {
@@ -295,12 +400,21 @@ pub(crate) async fn write_batched<R>(
                 Err(_) => break,
             }
         }
-        if wr.write_all(&out).await.is_err() {
-            // The client is gone; dropping the queue makes further sends fail quietly.
+        if !out.is_empty() && flush(&mut wr, &mut out).await.is_err() {
             return;
         }
-        out.clear();
     }
+}
+
+/// Writes `out` and empties it, not keeping a large answer's buffer. An error means the
+/// client is gone: the writer returns, and dropping its queue fails further sends quietly.
+async fn flush(wr: &mut OwnedWriteHalf, out: &mut Vec<u8>) -> io::Result<()> {
+    wr.write_all(out).await?;
+    out.clear();
+    if out.capacity() > 4 * FLUSH_BYTES {
+        *out = Vec::with_capacity(FLUSH_BYTES);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -316,6 +430,24 @@ mod tests {
             service_dist: ServiceDist::Fixed,
             seed: 7,
         }
+    }
+
+    #[test]
+    fn accept_failures_stop_only_a_broken_listener() {
+        let of = |errno| accept_failure(&io::Error::from_raw_os_error(errno));
+        for errno in [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM] {
+            assert_eq!(of(errno), AcceptFailure::Resources, "{errno}");
+        }
+        for errno in [
+            libc::ECONNABORTED,
+            libc::ECONNRESET,
+            libc::EPROTO,
+            libc::EPERM,
+        ] {
+            assert_eq!(of(errno), AcceptFailure::Connection, "{errno}");
+        }
+        assert_eq!(of(libc::EBADF), AcceptFailure::Listener);
+        assert_eq!(of(libc::EINVAL), AcceptFailure::Listener);
     }
 
     #[test]

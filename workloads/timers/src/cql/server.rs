@@ -12,12 +12,18 @@
 //! statement's text, so the server keeps no per-statement state. The measured requests and
 //! the slow ones among them are counted over all connections (the driver spreads a run's
 //! requests over its pool) and read with [`STATS`].
+//!
+//! As [`crate::server`]'s, a connection's reader waits while its writer's queue or its
+//! delayed answers are full, and accepting survives a lack of descriptors. No answer grows
+//! past [`MAX_REPLY`] bytes (a statement's text is at most [`MAX_STATEMENT`]): a statement
+//! whose answer would is refused with an `Invalid` error naming the limit.
 
 use std::collections::HashMap;
 use std::io;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use scylla_cql::frame::protocol_features::ProtocolFeatures;
 use scylla_cql::frame::request::execute::ExecuteV2;
@@ -28,10 +34,10 @@ use scylla_cql::serialize::row::SerializedValues;
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 
 use super::{CLUSTER_NAME, DATA_CENTER, HOST_ID, INSERT, PARTITIONER, RACK, STATS};
-use crate::server::{write_batched, ServerConfig, READ_BUFFER};
+use crate::server::{accept, write_batched, ServerConfig, MAX_DELAYED, READ_BUFFER, REPLY_QUEUE};
 
 /// CQL v4 frame header: version, flags, stream (i16), opcode, body length (u32).
 const HEADER_LEN: usize = 9;
@@ -39,6 +45,12 @@ const REQUEST_VERSION: u8 = 0x04;
 const RESPONSE_VERSION: u8 = 0x84;
 /// Largest body accepted (the protocol's own limit is 256 MiB).
 const MAX_BODY: usize = 16 << 20;
+/// Largest answer frame the server sends; a statement whose answer would be longer is
+/// refused (the driver's topology rows take under 1 KiB).
+pub const MAX_REPLY: usize = 64 << 10;
+/// Longest statement text the server takes (the driver's statements are under 200 bytes;
+/// a prepared id is the text, and goes back in the answer).
+pub const MAX_STATEMENT: usize = 4 << 10;
 /// Frame flags the server cannot honour (it offers no compression).
 const FLAG_COMPRESSION: u8 = 0x01;
 const FLAG_CUSTOM_PAYLOAD: u8 = 0x04;
@@ -65,8 +77,7 @@ pub async fn accept_loop(listener: TcpListener, config: Arc<ServerConfig>) -> io
     let counters = Arc::new(Counters::default());
     let mut conn_no = 0u64;
     loop {
-        let (socket, _) = listener.accept().await?;
-        socket.set_nodelay(true)?;
+        let socket = accept(&listener, "timers cql server").await?;
         tokio::spawn(serve_connection(
             socket,
             Arc::clone(&config),
@@ -83,6 +94,33 @@ enum Reply {
     Frame(Vec<u8>),
 }
 
+/// What serving a request gave.
+enum Served {
+    /// The answer, due at once.
+    Now(Reply),
+    /// The write's empty result, due after this delay.
+    Later(Duration),
+}
+
+/// `reply`, or an `Invalid` error in its place if it is longer than [`MAX_REPLY`].
+fn limited(reply: Reply, stream: i16) -> Reply {
+    match reply {
+        Reply::Frame(bytes) if bytes.len() > MAX_REPLY => {
+            let mut out = Vec::new();
+            let message = format!(
+                "the answer of {} bytes would exceed the timers server's limit of {MAX_REPLY} \
+                 bytes",
+                bytes.len()
+            );
+            frame(&mut out, stream, ResponseOpcode::Error, |b| {
+                write_error(ERR_INVALID, &message, b)
+            });
+            Reply::Frame(out)
+        }
+        reply => reply,
+    }
+}
+
 async fn serve_connection(
     socket: TcpStream,
     config: Arc<ServerConfig>,
@@ -90,10 +128,11 @@ async fn serve_connection(
     conn_no: u64,
 ) {
     let (rd, wr) = socket.into_split();
-    let (replies, rx) = mpsc::unbounded_channel();
+    let (replies, rx) = mpsc::channel(REPLY_QUEUE);
     tokio::spawn(write_replies(wr, rx));
     let mut conn = Conn {
         replies,
+        delayed: Arc::new(Semaphore::new(MAX_DELAYED)),
         rng: config.rng(conn_no),
         config,
         counters,
@@ -205,6 +244,12 @@ fn write_cell(bytes: &[u8], out: &mut Vec<u8>) {
 
 /// Recognises a statement by its text, or says why not.
 fn classify(text: &str) -> Result<Statement<'_>, String> {
+    if text.len() > MAX_STATEMENT {
+        return Err(format!(
+            "a statement of {} bytes: the timers server takes at most {MAX_STATEMENT}",
+            text.len()
+        ));
+    }
     if text == INSERT {
         return Ok(Statement::Insert);
     }
@@ -319,13 +364,30 @@ fn write_error(code: i32, message: &str, out: &mut Vec<u8>) {
 
 /// One connection's reader state.
 struct Conn {
-    replies: mpsc::UnboundedSender<Reply>,
+    replies: mpsc::Sender<Reply>,
+    /// Room for the answers waiting for their delay.
+    delayed: Arc<Semaphore>,
     config: Arc<ServerConfig>,
     counters: Arc<Counters>,
     rng: rand::rngs::SmallRng,
 }
 
 impl Conn {
+    /// Sends the empty result of a write to `stream` after `delay`, from a task of its own;
+    /// waits while [`MAX_DELAYED`] answers are waiting already.
+    async fn answer_later(&self, stream: i16, delay: Duration) {
+        let Ok(slot) = Arc::clone(&self.delayed).acquire_owned().await else {
+            unreachable!("the semaphore is never closed");
+        };
+        let replies = self.replies.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            // A failed send means the writer is gone; the reader stops soon after.
+            let _ = replies.send(Reply::Void(stream)).await;
+            drop(slot);
+        });
+    }
+
     async fn read_requests(&mut self, mut rd: OwnedReadHalf) -> io::Result<()> {
         let mut buf: Vec<u8> = Vec::with_capacity(READ_BUFFER);
         let mut start = 0;
@@ -357,32 +419,34 @@ impl Conn {
                 let (version, flags, opcode) = (header[0], header[1], header[4]);
                 let stream = i16::from_be_bytes([header[2], header[3]]);
                 let body = &buf[start + HEADER_LEN..end];
-                let reply = self.serve(version, flags, stream, opcode, body);
+                let reply = match self.serve(version, flags, stream, opcode, body) {
+                    Served::Now(reply) => Some(reply),
+                    Served::Later(delay) => {
+                        self.answer_later(stream, delay).await;
+                        None
+                    }
+                };
+                // The writer is gone (the client stopped reading or hung up): so is this
+                // connection.
                 if let Some(reply) = reply {
-                    // A failed send means the writer is gone; the read side ends soon after.
-                    let _ = self.replies.send(reply);
+                    if self.replies.send(limited(reply, stream)).await.is_err() {
+                        return Ok(());
+                    }
                 }
                 start = end;
             }
         }
     }
 
-    /// Serves one request; returns the answer due at once, if any.
-    fn serve(
-        &mut self,
-        version: u8,
-        flags: u8,
-        stream: i16,
-        opcode: u8,
-        body: &[u8],
-    ) -> Option<Reply> {
+    /// Serves one request: its answer, or the delay of the write's empty result.
+    fn serve(&mut self, version: u8, flags: u8, stream: i16, opcode: u8, body: &[u8]) -> Served {
         let mut out = Vec::new();
         let error = |code: i32, message: &str| {
             let mut out = Vec::new();
             frame(&mut out, stream, ResponseOpcode::Error, |b| {
                 write_error(code, message, b)
             });
-            Some(Reply::Frame(out))
+            Served::Now(Reply::Frame(out))
         };
         if version != REQUEST_VERSION {
             return error(
@@ -458,17 +522,11 @@ impl Conn {
             }
             _ => return error(ERR_PROTOCOL, &format!("opcode {opcode:#04x} not supported")),
         }
-        Some(Reply::Frame(out))
+        Served::Now(Reply::Frame(out))
     }
 
-    /// Runs a statement; the write's answer may be delayed (then it is sent by a task and
-    /// nothing is returned).
-    fn run(
-        &mut self,
-        stream: i16,
-        statement: &Statement<'_>,
-        values: &SerializedValues,
-    ) -> Option<Reply> {
+    /// Runs a statement; the write's answer may be delayed.
+    fn run(&mut self, stream: i16, statement: &Statement<'_>, values: &SerializedValues) -> Served {
         let mut out = Vec::new();
         match statement {
             Statement::Insert => {
@@ -488,7 +546,7 @@ impl Conn {
                                 b,
                             )
                         });
-                        return Some(Reply::Frame(out));
+                        return Served::Now(Reply::Frame(out));
                     }
                 };
                 let (delay, slow) = self.config.delay(&mut self.rng);
@@ -501,14 +559,9 @@ impl Conn {
                         .fetch_add(u64::from(slow), Ordering::Relaxed);
                 }
                 if delay.is_zero() {
-                    return Some(Reply::Void(stream));
+                    return Served::Now(Reply::Void(stream));
                 }
-                let replies = self.replies.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(delay).await;
-                    let _ = replies.send(Reply::Void(stream));
-                });
-                return None;
+                return Served::Later(delay);
             }
             Statement::Stats => frame(&mut out, stream, ResponseOpcode::Result, |b| {
                 types::write_int(RESULT_ROWS, b);
@@ -536,11 +589,11 @@ impl Conn {
                 })
             }
         }
-        Some(Reply::Frame(out))
+        Served::Now(Reply::Frame(out))
     }
 }
 
-async fn write_replies(wr: OwnedWriteHalf, rx: mpsc::UnboundedReceiver<Reply>) {
+async fn write_replies(wr: OwnedWriteHalf, rx: mpsc::Receiver<Reply>) {
     write_batched(wr, rx, |reply: Reply, out: &mut Vec<u8>| match reply {
         Reply::Void(stream) => frame(out, stream, ResponseOpcode::Result, |b| {
             types::write_int(RESULT_VOID, b)
@@ -566,6 +619,33 @@ mod tests {
             tokens.windows(2).all(|w| w[1] - w[0] == 1 << 61),
             "{tokens:?}"
         );
+    }
+
+    #[test]
+    fn answers_stay_within_the_stated_limit() {
+        let columns = vec!["tokens"; 500].join(", ");
+        let text = format!("SELECT {columns} FROM system.local");
+        assert!(text.len() <= MAX_STATEMENT);
+        let statement = classify(&text).unwrap();
+        let mut out = Vec::new();
+        frame(&mut out, 3, ResponseOpcode::Result, |b| {
+            write_result_metadata(&statement, b)
+        });
+        let Reply::Frame(bytes) = limited(Reply::Frame(vec![0; MAX_REPLY + 1]), 3) else {
+            panic!("a frame in, a frame out");
+        };
+        assert_eq!(bytes[4], ResponseOpcode::Error as u8);
+        assert!(bytes.len() < 1024);
+        let Reply::Frame(kept) = limited(Reply::Frame(out.clone()), 3) else {
+            panic!("a frame in, a frame out");
+        };
+        assert_eq!(kept, out, "under the limit, unchanged");
+        let long = format!(
+            "SELECT host_id FROM system.local WHERE key='{}'",
+            "x".repeat(5000)
+        );
+        let e = classify(&long).unwrap_err();
+        assert!(e.ends_with("the timers server takes at most 4096"), "{e}");
     }
 
     #[test]

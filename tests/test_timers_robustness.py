@@ -1,0 +1,242 @@
+"""End to end: the timers suite's servers and runs against what a client or the machine can do
+to them (issue 32, items 7 and 8): a client that never reads its answers, a statement whose
+answer would be huge, a server out of descriptors.
+
+The servers run as `timers-bench serve` on 127.0.0.1, each stopped (killed and reaped) by
+the test that started it."""
+
+from __future__ import annotations
+
+import queue
+import resource
+import select
+import socket
+import struct
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+
+import pytest
+
+from harness.paths import REPO_ROOT
+
+pytestmark = pytest.mark.e2e
+
+BIN = REPO_ROOT / "workloads" / "timers" / "target" / "release" / "timers-bench"
+PROTOCOLS = ("timers", "cql")
+# How long a step that needs only a few wake-ups may take on a busy machine.
+STEP_S = 30.0
+
+
+@pytest.fixture(autouse=True)
+def built() -> None:
+    if not BIN.exists():
+        pytest.fail(f"the timers binary {BIN} is not built: run `make deps`")
+
+
+def nofile(limit: int) -> Callable[[], None]:
+    """A preexec_fn that sets the child's descriptor limit (soft and hard) to `limit`."""
+
+    def set_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    return set_limit
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen[str]
+    port: int
+    stderr: queue.Queue[str | None]
+
+    def rss_kib(self) -> int:
+        with open(f"/proc/{self.proc.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise AssertionError(f"no VmRSS for server {self.proc.pid}")
+
+    def wait_stderr(self, needle: str) -> list[str]:
+        """The server's stderr lines up to the first holding `needle`; stops at its end (the
+        server exited) or after STEP_S without a line."""
+        seen: list[str] = []
+        while True:
+            try:
+                line = self.stderr.get(timeout=STEP_S)
+            except queue.Empty:
+                return seen
+            if line is None:
+                return seen
+            seen.append(line)
+            if needle in line:
+                return seen
+
+
+@contextmanager
+def serve(protocol: str, preexec: Callable[[], None] | None = None) -> Iterator[Served]:
+    proc = subprocess.Popen(
+        [str(BIN), "serve", "--port", "0", "--protocol", protocol, "--param", "server_threads=1"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=preexec,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        line = proc.stdout.readline()  # the port, or "" if it exited
+        assert line.strip().isdigit(), f"no port from the server: {line!r}"
+        lines: queue.Queue[str | None] = queue.Queue()
+        err = proc.stderr
+
+        def pump() -> None:
+            for text in err:
+                lines.put(text)
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        yield Served(proc, int(line), lines)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=STEP_S)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        assert chunk, f"the server closed the connection after {len(data)} of {n} bytes"
+        data += chunk
+    return data
+
+
+# Our protocol: a 10-byte header (body length u32, stream u32, opcode, flags; little-endian).
+def timers_stats(stream: int) -> bytes:
+    return struct.pack("<IIBB", 0, stream, 0x03, 0)
+
+
+def timers_answer(sock: socket.socket) -> tuple[int, int, bytes]:
+    length, stream, opcode, _ = struct.unpack("<IIBB", recv_exact(sock, 10))
+    return stream, opcode, recv_exact(sock, length)
+
+
+# CQL v4: version, flags, stream (i16), opcode, body length (u32); big-endian.
+CQL_OPTIONS, CQL_QUERY = 0x05, 0x07
+CQL_ERROR, CQL_SUPPORTED, CQL_RESULT = 0x00, 0x06, 0x08
+
+
+def cql_frame(stream: int, opcode: int, body: bytes = b"") -> bytes:
+    return struct.pack(">BBhBI", 0x04, 0, stream, opcode, len(body)) + body
+
+
+def cql_query(stream: int, text: str) -> bytes:
+    encoded = text.encode()
+    # [long string] the query, [consistency] ONE, [byte] no flags.
+    body = struct.pack(">i", len(encoded)) + encoded + struct.pack(">hB", 1, 0)
+    return cql_frame(stream, CQL_QUERY, body)
+
+
+def cql_header(sock: socket.socket) -> tuple[int, int, int]:
+    version, _, stream, opcode, length = struct.unpack(">BBhBI", recv_exact(sock, 9))
+    assert version == 0x84
+    return stream, opcode, length
+
+
+def answers_a_new_client(port: int, protocol: str) -> None:
+    """A new connection gets the answer to one request."""
+    with connect(port) as sock:
+        if protocol == "cql":
+            sock.sendall(cql_frame(7, CQL_OPTIONS))
+            stream, opcode, length = cql_header(sock)
+            assert (stream, opcode) == (7, CQL_SUPPORTED)
+            recv_exact(sock, length)
+        else:
+            sock.sendall(timers_stats(7))
+            stream, opcode, _ = timers_answer(sock)
+            assert (stream, opcode) == (7, 0x83)
+
+
+# Sent by a client that never reads: at most this much. Answered in full without a bound,
+# it grew the server by ~50 MiB (our STATS) and ~220 MiB (CQL OPTIONS, 9 bytes each).
+UNREAD_BYTES = 16 << 20
+# The server's growth allowed: its queues' bounds are a few MiB.
+RSS_GROWTH_KIB = 24 << 10
+# No room to send for this long: the server has stopped reading (its queues are full). Only
+# ends the sending early: the bound on the server's growth holds however much was sent.
+BLOCKED_S = 3.0
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_client_that_never_reads_cannot_grow_the_server(protocol: str) -> None:
+    request = cql_frame(1, CQL_OPTIONS) if protocol == "cql" else timers_stats(1)
+    chunk = request * ((64 << 10) // len(request))
+    with serve(protocol) as server:
+        answers_a_new_client(server.port, protocol)
+        before = server.rss_kib()
+        with connect(server.port) as sock:
+            sock.setblocking(False)
+            sent, blocked = 0, False
+            while sent < UNREAD_BYTES:
+                _, writable, _ = select.select([], [sock], [], BLOCKED_S)
+                if not writable:
+                    blocked = True
+                    break
+                sent += sock.send(chunk)
+            grown = server.rss_kib() - before
+            assert grown <= RSS_GROWTH_KIB, (
+                f"the server grew {grown} KiB on {sent} bytes of unread {protocol} requests "
+                f"(blocked: {blocked})"
+            )
+            # The stuck connection stops nobody else.
+            answers_a_new_client(server.port, protocol)
+        answers_a_new_client(server.port, protocol)
+        assert server.rss_kib() - before <= RSS_GROWTH_KIB
+
+
+def test_a_cql_answer_past_the_stated_limit_is_refused_with_an_error() -> None:
+    with serve("cql") as server, connect(server.port) as sock:
+        # 500 token sets, about 100 KiB of rows: over the 64 KiB limit.
+        columns = ", ".join(["tokens"] * 500)
+        sock.sendall(cql_query(3, f"SELECT {columns} FROM system.local"))
+        stream, opcode, length = cql_header(sock)
+        assert (stream, opcode) == (3, CQL_ERROR) and length < 2048
+        body = recv_exact(sock, length)
+        (code,) = struct.unpack(">i", body[:4])
+        assert code == 0x2200
+        assert b"would exceed the timers server's limit of 65536 bytes" in body
+        # A 1 MiB statement (its prepared id would be as long) is refused before it is run.
+        sock.sendall(cql_query(4, f"SELECT {', '.join(['tokens'] * 150_000)} FROM system.local"))
+        stream, opcode, length = cql_header(sock)
+        assert (stream, opcode) == (4, CQL_ERROR) and length < 2048
+        assert b"the timers server takes at most 4096" in recv_exact(sock, length)
+        # The connection goes on.
+        sock.sendall(cql_query(5, "SELECT host_id FROM system.local"))
+        stream, opcode, length = cql_header(sock)
+        assert (stream, opcode) == (5, CQL_RESULT)
+
+
+# The server's descriptors: ten or so are its own, the rest connections.
+SERVER_NOFILE = 64
+HELD = 100
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_server_out_of_descriptors_waits_and_serves_on(protocol: str) -> None:
+    with serve(protocol, preexec=nofile(SERVER_NOFILE)) as server:
+        with ExitStack() as held:
+            for _ in range(HELD):
+                held.enter_context(connect(server.port))
+            lines = server.wait_stderr("cannot accept a connection")
+            assert lines and "Too many open files" in lines[-1], lines
+            assert server.proc.poll() is None, lines
+        # Closed: their descriptors come back, and the server accepts again.
+        answers_a_new_client(server.port, protocol)
+        assert server.proc.poll() is None
