@@ -1,12 +1,14 @@
 """End to end: the timers suite's servers and runs against what a client or the machine can do
-to them (issue 32, items 7 and 8): a client that never reads its answers, a statement whose
-answer would be huge, a server out of descriptors.
+to them (issue 32, items 7 to 10): a client that never reads its answers, a statement whose
+answer would be huge, a server out of descriptors, a timeout so tight the driver gives up
+before sending, and more connections than the descriptor limit.
 
 The servers run as `timers-bench serve` on 127.0.0.1, each stopped (killed and reaped) by
 the test that started it."""
 
 from __future__ import annotations
 
+import json
 import queue
 import resource
 import select
@@ -17,8 +19,10 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
+from test_timers_e2e import run_timers, timers_env  # noqa: F401 (the fixture)
 
 from harness.paths import REPO_ROOT
 
@@ -240,3 +244,89 @@ def test_a_server_out_of_descriptors_waits_and_serves_on(protocol: str) -> None:
         # Closed: their descriptors come back, and the server accepts again.
         answers_a_new_client(server.port, protocol)
         assert server.proc.poll() is None
+
+
+def result_of(stdout: str) -> dict[str, Any]:
+    events = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    (result,) = [e for e in events if e.get("event") == "result"]
+    assert isinstance(result, dict)
+    return result
+
+
+def test_a_timeout_tighter_than_sending_is_accounted_not_failed(
+    timers_env: dict[str, str],  # noqa: F811 (the fixture)
+) -> None:
+    # 4096 requests in flight with a 2 ms timeout: the driver times many out before it
+    # sends them, and the server never sees those.
+    doc = run_timers(
+        [
+            "--strategies",
+            "scylla-driver",
+            "--param",
+            "timeout_ms=2",
+            "--duration-s",
+            "1",
+            "--warmup-s",
+            "0.3",
+            "--repeat",
+            "1",
+        ],
+        timers_env,
+    )
+    assert doc["status"] == "complete"
+    (cell,) = doc["cells"]
+    assert cell["failures"] == []
+    (r,) = cell["repeats"]
+    assert r["issued"] == r["ok"] + r["timeouts"] + r["errors"] and r["unresolved"] == 0
+    # What never reached the server is counted, and is among what timed out or failed;
+    # every answered request reached it.
+    assert r["unsent"] == r["issued"] - r["server_requests"]
+    assert r["ok"] <= r["server_requests"] <= r["issued"]
+    assert r["unsent"] <= r["timeouts"] + r["errors"]
+    assert r["timeouts"] > 0
+
+
+@pytest.mark.parametrize("strategy", ["none", "scylla-driver"])
+def test_connections_beyond_the_descriptor_limit_are_refused_up_front(strategy: str) -> None:
+    for verb in ("check", "run"):
+        done = subprocess.run(
+            [
+                str(BIN),
+                verb,
+                *("--strategy", strategy, "--param", "connections=2000"),
+                *("--duration-s", "1", "--warmup-s", "0"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=STEP_S,
+            preexec_fn=nofile(1024),
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stdout == ""
+        (line,) = done.stderr.splitlines()
+        assert line.startswith("error: connections=2000 needs "), line
+        assert "the descriptor limit (RLIMIT_NOFILE, ulimit -n) is 1024" in line
+
+
+@pytest.mark.parametrize("strategy", ["none", "scylla-driver"])
+def test_the_connections_really_open_are_recorded(strategy: str) -> None:
+    done = subprocess.run(
+        [
+            str(BIN),
+            "run",
+            "--strategy",
+            strategy,
+            *("--param", "connections=5", "--param", "concurrency=20"),
+            *("--duration-s", "0.5", "--warmup-s", "0.1"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=nofile(1024),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = result_of(done.stdout)
+    assert result["params"]["connections"] == 5
+    assert result["connections_open"] == 5

@@ -157,8 +157,9 @@ impl<B: Build> Suite for Timers<B> {
     const SCENARIOS: &'static [Scenario] = params::SCENARIOS;
     const PARAMS: Resolve<Params> = params::resolve;
 
-    /// The scylla driver strategies' refusals.
-    #[cfg_attr(not(feature = "cql"), allow(unused_variables))]
+    /// The scylla driver strategies' refusals, and connections beyond the descriptor limit
+    /// (a served scenario's client and server each hold one per connection; the driver's
+    /// control connection is one more).
     fn check_params(
         kind: &StrategyKind,
         scenario: &Scenario,
@@ -167,6 +168,15 @@ impl<B: Build> Suite for Timers<B> {
         #[cfg(feature = "cql")]
         if let Some(reason) = crate::strategy::scylla_driver::unsupported(*kind, scenario, params) {
             return Err(BadInput(reason));
+        }
+        if scenario.name != timer_ops::SCENARIO {
+            let extra = u64::from(kind.is_driver());
+            process::check_descriptors(
+                params.connections as u64,
+                extra,
+                process::descriptor_limit(),
+            )
+            .map_err(BadInput)?;
         }
         Ok(())
     }

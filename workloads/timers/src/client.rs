@@ -215,6 +215,10 @@ impl Bench {
             late_responses: self.conns.iter().map(|c| c.late_responses()).sum(),
             server_slow,
             server_requests,
+            timeouts_may_be_unsent: false,
+            connections: p.connections as u64,
+            // A connection that broke failed the run above.
+            connections_open: self.conns.len() as u64,
             handlers_left,
             lost_tasks,
             client_cpu: cpu_time::spent(cpu_start.0, cpu_end.0),

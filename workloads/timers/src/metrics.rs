@@ -161,6 +161,15 @@ pub struct Report {
     pub server_slow: u64,
     /// Measured requests the server received.
     pub server_requests: u64,
+    /// Whether a timed-out request may never have been sent: the scylla driver times out a
+    /// request's whole execution, which can end before the request is written. Our
+    /// connections queue a request before its timeout starts, and write every one queued.
+    pub timeouts_may_be_unsent: bool,
+    /// Connections asked for (`connections`).
+    pub connections: u64,
+    /// Connections open at the end of the run, as counted where they can be: our client's,
+    /// or the ones the CQL server had open to the scylla driver's pool.
+    pub connections_open: u64,
     /// Live handlers left in the maps when the drain ended.
     pub handlers_left: u64,
     /// Load tasks the drain had to abort: their request was resolved by nobody (nor was it
@@ -240,6 +249,11 @@ impl Report {
         }
     }
 
+    /// Measured requests the server never received (`issued - server_requests`).
+    pub fn unsent(&self) -> u64 {
+        self.stats.issued.saturating_sub(self.server_requests)
+    }
+
     /// The metrics as JSON fields of the result line.
     pub fn metrics_json(&self) -> Map<String, Json> {
         let s = &self.stats;
@@ -272,6 +286,8 @@ impl Report {
         out.insert("late_responses".into(), json!(self.late_responses));
         out.insert("server_slow".into(), json!(self.server_slow));
         out.insert("server_requests".into(), json!(self.server_requests));
+        out.insert("unsent".into(), json!(self.unsent()));
+        out.insert("connections_open".into(), json!(self.connections_open));
         out.insert("handlers_left".into(), json!(self.handlers_left));
         out.insert("unresolved".into(), json!(s.unresolved + self.lost_tasks));
         out.insert("timer".into(), Json::Object(timer));
@@ -322,11 +338,28 @@ impl Report {
                 self.handlers_left
             ));
         }
-        // Every measured request reaches the server unless it failed before being sent.
-        if s.errors == 0 && self.server_requests != s.issued {
+        // Every measured request reaches the server unless it failed before being sent, or,
+        // with the driver, timed out before being sent: the ones missing must be among those.
+        let (may_be_unsent, which) = if self.timeouts_may_be_unsent {
+            (s.errors + s.timeouts, "failed or timed out")
+        } else {
+            (s.errors, "failed")
+        };
+        if self.server_requests > s.issued || self.unsent() > may_be_unsent {
             out.push(format!(
-                "the server received {} measured requests, the client issued {}",
-                self.server_requests, s.issued
+                "the server received {} measured requests, the client issued {}: {} never \
+                 reached it, {} {which}",
+                self.server_requests,
+                s.issued,
+                s.issued as i128 - self.server_requests as i128,
+                may_be_unsent
+            ));
+        }
+        if self.connections_open < self.connections {
+            out.push(format!(
+                "{} connections were open at the end of the run, {} were asked for \
+                 (connections)",
+                self.connections_open, self.connections
             ));
         }
         out
@@ -341,6 +374,9 @@ mod tests {
         Report {
             window: Duration::from_secs(2),
             server_requests: stats.issued,
+            timeouts_may_be_unsent: false,
+            connections: 2,
+            connections_open: 2,
             stats,
             latency,
             late_responses: 0,
@@ -402,6 +438,45 @@ mod tests {
         let v = r.violations();
         assert_eq!(v.len(), 5, "{v:?}");
         assert_eq!(r.metrics_json()["unresolved"], 2);
+    }
+
+    #[test]
+    fn requests_missing_at_the_server_must_have_failed_or_with_the_driver_timed_out() {
+        let mut s = TaskStats::default();
+        for outcome in [Outcome::Ok, Outcome::Ok, Outcome::Timeout, Outcome::Timeout] {
+            s.record(outcome);
+        }
+        s.record(Outcome::Error(crate::completion::ErrorKind::Server));
+        let mut r = report(s, new_histogram());
+        // Ours sends every request it times out: only the error may be missing.
+        r.server_requests = 4;
+        assert!(r.violations().is_empty(), "{:?}", r.violations());
+        assert_eq!((r.unsent(), &r.metrics_json()["unsent"]), (1, &json!(1)));
+        r.server_requests = 3;
+        let v = r.violations();
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].starts_with("the server received 3 measured requests, the client issued 5: 2 never reached it, 1 failed"), "{v:?}");
+        // The driver may time a request out before sending it: those may be missing too...
+        r.timeouts_may_be_unsent = true;
+        r.server_requests = 2;
+        assert!(r.violations().is_empty(), "{:?}", r.violations());
+        // ...but not an answered one, nor one received twice.
+        r.server_requests = 1;
+        let v = r.violations();
+        assert!(
+            v[0].ends_with("4 never reached it, 3 failed or timed out"),
+            "{v:?}"
+        );
+        r.server_requests = 6;
+        assert_eq!(r.violations().len(), 1);
+        // Connections asked for but not open fail the run.
+        r.server_requests = 5;
+        r.connections_open = 1;
+        let v = r.violations();
+        assert_eq!(
+            v,
+            ["1 connections were open at the end of the run, 2 were asked for (connections)"]
+        );
     }
 
     #[test]

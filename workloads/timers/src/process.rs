@@ -95,6 +95,43 @@ impl Drop for ServerProcess {
     }
 }
 
+/// File descriptors a run's process needs besides its connections: the standard streams, the
+/// runtime's epoll and waker, the server's listener and pipe (about ten seen), with room.
+pub const DESCRIPTOR_RESERVE: u64 = 32;
+
+/// This process's descriptor limit (the soft RLIMIT_NOFILE, which the server it starts
+/// inherits); `None` when unlimited or unreadable.
+pub fn descriptor_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given, which lives across the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0
+        || limit.rlim_cur == libc::RLIM_INFINITY
+    {
+        return None;
+    }
+    Some(limit.rlim_cur)
+}
+
+/// Whether `connections` connections (and `extra` more, such as the scylla driver's control
+/// connection) fit the descriptor limit `limit` in the client and in the server, which each
+/// hold one descriptor per connection; if not, one line naming the limit and the need.
+pub fn check_descriptors(connections: u64, extra: u64, limit: Option<u64>) -> Result<(), String> {
+    let Some(limit) = limit else { return Ok(()) };
+    let need = connections + extra + DESCRIPTOR_RESERVE;
+    if need <= limit {
+        return Ok(());
+    }
+    let most = limit.saturating_sub(extra + DESCRIPTOR_RESERVE);
+    Err(format!(
+        "connections={connections} needs {need} file descriptors in the client and as many in \
+         the server, but the descriptor limit (RLIMIT_NOFILE, ulimit -n) is {limit} (valid: \
+         connections <= {most}, or a higher limit)"
+    ))
+}
+
 /// The path of executable `name` next to the running one.
 pub fn sibling(name: &str) -> io::Result<PathBuf> {
     Ok(std::env::current_exe()?.with_file_name(name))
@@ -103,4 +140,23 @@ pub fn sibling(name: &str) -> io::Result<PathBuf> {
 /// Replaces this process with `path`, passing `args`; returns only on failure.
 pub fn exec(path: &Path, args: impl IntoIterator<Item = OsString>) -> io::Error {
     Command::new(path).args(args).exec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_are_checked_against_the_limit() {
+        assert_eq!(check_descriptors(2000, 0, None), Ok(()));
+        assert_eq!(check_descriptors(992, 0, Some(1024)), Ok(()));
+        let e = check_descriptors(2000, 1, Some(1024)).unwrap_err();
+        assert!(
+            e.starts_with("connections=2000 needs 2033 file descriptors"),
+            "{e}"
+        );
+        assert!(e.contains("(RLIMIT_NOFILE, ulimit -n) is 1024"), "{e}");
+        assert!(e.contains("connections <= 991"), "{e}");
+        assert!(!e.contains('\n'));
+    }
 }

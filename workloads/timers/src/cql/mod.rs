@@ -13,9 +13,10 @@ pub mod server;
 /// in our own protocol).
 pub const INSERT: &str = "INSERT INTO timers.kv (key, value, measured) VALUES (?, ?, ?)";
 
-/// The server's counters over all its connections: `bigint` measured requests received and
-/// measured requests answered late (slow), as one row.
-pub const STATS: &str = "SELECT measured_requests, measured_slow FROM timers.stats";
+/// The server's counters over all its connections: `bigint` measured requests received,
+/// measured requests answered late (slow), and the connections open (the one asking
+/// included), as one row.
+pub const STATS: &str = "SELECT measured_requests, measured_slow, connections FROM timers.stats";
 
 /// The server's one node, as `system.local` describes it.
 pub const HOST_ID: [u8; 16] = *b"timers-cql-node1";

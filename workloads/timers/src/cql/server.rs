@@ -11,7 +11,7 @@
 //! by its own task after the service time or the slow delay. Prepared ids are the
 //! statement's text, so the server keeps no per-statement state. The measured requests and
 //! the slow ones among them are counted over all connections (the driver spreads a run's
-//! requests over its pool) and read with [`STATS`].
+//! requests over its pool) and read with [`STATS`], with the connections open.
 //!
 //! As [`crate::server`]'s, a connection's reader waits while its writer's queue or its
 //! delayed answers are full, and accepting survives a lack of descriptors. No answer grows
@@ -65,11 +65,28 @@ const RESULT_PREPARED: i32 = 0x0004;
 const META_GLOBAL_TABLE_SPEC: i32 = 0x0001;
 const META_NO_METADATA: i32 = 0x0004;
 
-/// Measured requests over all connections.
+/// Measured requests over all connections, and the connections open.
 #[derive(Default)]
 struct Counters {
     measured_requests: AtomicU64,
     measured_slow: AtomicU64,
+    connections: AtomicU64,
+}
+
+/// Counts a connection open while it lives.
+struct Open(Arc<Counters>);
+
+impl Open {
+    fn new(counters: &Arc<Counters>) -> Open {
+        counters.connections.fetch_add(1, Ordering::Relaxed);
+        Open(Arc::clone(counters))
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Accepts connections on `listener` until accepting fails.
@@ -127,6 +144,7 @@ async fn serve_connection(
     counters: Arc<Counters>,
     conn_no: u64,
 ) {
+    let _open = Open::new(&counters);
     let (rd, wr) = socket.into_split();
     let (replies, rx) = mpsc::channel(REPLY_QUEUE);
     tokio::spawn(write_replies(wr, rx));
@@ -308,10 +326,11 @@ fn write_result_metadata(statement: &Statement<'_>, out: &mut Vec<u8>) {
         }
         Statement::Stats => {
             types::write_int(META_GLOBAL_TABLE_SPEC, out);
-            types::write_int(2, out);
+            types::write_int(3, out);
             let columns = [
                 ("measured_requests", ColumnType::BigInt),
                 ("measured_slow", ColumnType::BigInt),
+                ("connections", ColumnType::BigInt),
             ];
             write_specs("timers", "stats", &columns, out);
         }
@@ -570,6 +589,7 @@ impl Conn {
                 for counter in [
                     &self.counters.measured_requests,
                     &self.counters.measured_slow,
+                    &self.counters.connections,
                 ] {
                     let value = counter.load(Ordering::Relaxed) as i64;
                     write_cell(&value.to_be_bytes(), b);

@@ -133,6 +133,13 @@ pub fn execute(
     if let Some(note) = note {
         eprintln!("note: {note}");
     }
+    if report.unsent() > 0 {
+        eprintln!(
+            "note: {} measured requests never reached the server: the driver timed them out \
+             (or they failed) before sending them",
+            report.unsent()
+        );
+    }
     report.note_timeouts_beyond_slow(params.slow_tail_expected(kind));
     Ok(report.violations())
 }
@@ -230,7 +237,7 @@ pub async fn run(
             }
         }
     }
-    let (server_requests, server_slow) = server_stats(&shared.session).await?;
+    let (server_requests, server_slow, server_connections) = server_stats(&shared.session).await?;
     let report = Report {
         window,
         timer: metrics::timer_counters(&stats.timer, &[], &[]),
@@ -239,6 +246,11 @@ pub async fn run(
         late_responses: 0,
         server_slow,
         server_requests,
+        timeouts_may_be_unsent: true,
+        connections: params.connections as u64,
+        // The server's count has the driver's control connection too (cluster metadata),
+        // which is not one of the pool's.
+        connections_open: server_connections.saturating_sub(1),
         handlers_left: 0,
         lost_tasks,
         client_cpu: cpu_time::spent(cpu_start.0, cpu_end.0),
@@ -253,8 +265,8 @@ pub async fn run(
     Ok((report, note))
 }
 
-/// The server's (measured requests, measured slow) over all connections.
-async fn server_stats(session: &Session) -> Result<(u64, u64), String> {
+/// The server's (measured requests, measured slow, connections open) over all connections.
+async fn server_stats(session: &Session) -> Result<(u64, u64, u64), String> {
     let fail = |e: &dyn std::fmt::Display| format!("cannot read the server's counters: {e}");
     let rows = session
         .query_unpaged(STATS, ())
@@ -262,9 +274,10 @@ async fn server_stats(session: &Session) -> Result<(u64, u64), String> {
         .map_err(|e| fail(&e))?
         .into_rows_result()
         .map_err(|e| fail(&e))?;
-    let (requests, slow) = rows.single_row::<(i64, i64)>().map_err(|e| fail(&e))?;
+    let (requests, slow, connections) =
+        rows.single_row::<(i64, i64, i64)>().map_err(|e| fail(&e))?;
     let count = |v: i64| u64::try_from(v).map_err(|_| fail(&"a negative count"));
-    Ok((count(requests)?, count(slow)?))
+    Ok((count(requests)?, count(slow)?, count(connections)?))
 }
 
 /// One load task: execute the write, wait for its outcome, record it, until the stop.
