@@ -1,7 +1,7 @@
 """End to end: the timers suite's servers and runs against what a client or the machine can do
-to them (issue 32, items 7 to 10): a client that never reads its answers, a statement whose
+to them (issue 32, items 7 to 11): a client that never reads its answers, a statement whose
 answer would be huge, a server out of descriptors, a timeout so tight the driver gives up
-before sending, and more connections than the descriptor limit.
+before sending, more connections than the descriptor limit, and timer-ops' ops/s.
 
 The servers run as `timers-bench serve` on 127.0.0.1, each stopped (killed and reaped) by
 the test that started it."""
@@ -330,3 +330,39 @@ def test_the_connections_really_open_are_recorded(strategy: str) -> None:
     result = result_of(done.stdout)
     assert result["params"]["connections"] == 5
     assert result["connections_open"] == 5
+
+
+def test_timer_ops_counts_answered_ops_per_second_as_the_served_scenarios() -> None:
+    describe = json.loads(
+        subprocess.run(
+            [str(BIN), "describe"], capture_output=True, text=True, timeout=STEP_S, check=True
+        ).stdout
+    )
+    (scenario,) = [s for s in describe["scenarios"] if s["name"] == "timer-ops"]
+    assert "deadline-tracker does not run it" not in scenario["help"]
+    assert "ops_per_sec and cpu_ns_per_op count the completed ops" in scenario["help"]
+    # Completions 30 ms late against a 1 ms timeout: (nearly) every op times out.
+    done = subprocess.run(
+        [
+            str(BIN),
+            "run",
+            "--strategy",
+            "deadline-tracker",
+            "--scenario",
+            "timer-ops",
+            *("--param", "timeout_ms=1", "--param", "service_time_us=30000"),
+            *("--param", "concurrency=8", "--param", "threads=2"),
+            *("--duration-s", "0.5", "--warmup-s", "0.1"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    r = result_of(done.stdout)
+    assert r["timeouts"] > 0
+    assert r["ops_per_sec"] * r["duration_s"] == pytest.approx(r["ok"], abs=1e-6)
+    if r["ok"] == 0:
+        assert "cpu_ns_per_op" not in r
+    assert r["ns_per_op"] * (r["ok"] + r["timeouts"]) == pytest.approx(r["cpu_ns"])

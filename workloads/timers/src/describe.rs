@@ -7,6 +7,8 @@ use crate::params::{specs, SCENARIOS};
 use crate::strategy::StrategyKind;
 
 pub fn describe() -> Json {
+    // Answered requests per second in every scenario (timer-ops: ops completed, not timed
+    // out); the per-op figures below divide by the same ops.
     let mut metrics = vec![json!({"name": "ops_per_sec", "unit": "ops/s", "better": "higher"})];
     // CPU per op of every process of the run (timer-ops: its one process; else client and
     // server together).
