@@ -58,6 +58,7 @@ def add_parser(commands: Commands) -> None:
               harness run timers --probe-overhead   # what the probes cost in ops/s
               harness run timers --explain-repeats 2  # two repeats a cell with every probe
               harness run timers --json > run.json
+              harness run timers --strategies none --rev main --rev my-branch  # faster?
             """)
         + "\n"
         + EXIT_CODES,
@@ -73,6 +74,7 @@ def add_parser(commands: Commands) -> None:
     add_probe_options(p)
     _add_probe_run_options(p)
     _add_output_options(p)
+    _add_rev_option(p)
     add_wide_option(p)
     p.set_defaults(handler=handle)
     assert isinstance(p, Parser)  # the subparsers take the top-level parser's class
@@ -189,7 +191,23 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_rev_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rev",
+        action="append",
+        metavar="REV",
+        help="twice: build the suite at git revision A and at B (each in a worktree of its "
+        "own, never your checkout), run each cell's repeats with both builds interleaved "
+        "(A B, B A... paired by round, no probes) and print B against A: the median of the "
+        "rounds' ratios, its 95%% interval and the paired Wilcoxon p (docs/bisect.md)",
+    )
+
+
 def handle(args: argparse.Namespace) -> int:
+    if args.rev:
+        from harness.commands.revs import handle_revs  # git and worktrees: only when asked
+
+        return handle_revs(args, _sweep(args.param))
     suite = require_built(choose([args.suite], workloads_root(), suites_path())[0])
     probes = probe_specs(args)
     if args.probe_overhead and not probes:
