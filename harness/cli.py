@@ -16,7 +16,7 @@ from harness.errors import HarnessError
 # In the order `harness --help` lists them.
 VERBS = (
     *("list", "build", "run", "bench", "probe", "compare", "report", "history", "dashboard"),
-    "doctor",
+    *("bisect", "doctor"),
 )
 
 

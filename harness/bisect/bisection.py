@@ -1,0 +1,234 @@
+"""`harness bisect`: the first commit of a range whose build is worse than the good end's.
+
+Each tested commit is built in a worktree of its own (builds.py) and measured against the
+good end's build interleaved and paired by round (duet.py); search.py decides and picks the
+next commit. The bisection's folder (<results>/bisect/<id>/) keeps bisect.json, each step's
+rounds (steps/) and the build logs; its worktrees and caches go at the end."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.base.stop import stop_on_signals
+from harness.bisect import cells, gitrepo, search
+from harness.bisect.builds import Build, BuildInterrupted, build
+from harness.bisect.duet import Duet, Interrupted, SideFailed, Stopped, Timing, add_rounds
+from harness.bisect.report import duration, effect_of, ratio_text
+from harness.bisect.target import Target
+from harness.bisect.worktrees import Workspace, reclaim
+from harness.describe import describe
+from harness.errors import BadInput, HarnessError
+from harness.paths import results_root
+from harness.run.plan import Cell
+from harness.suites import Suite
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Request:
+    target: Target
+    good: str  # full hashes
+    bad: str
+    choice: cells.Choice
+    timing: Timing
+    rounds: int  # a step's first rounds
+    max_rounds: int  # the bound an undecided step may grow to
+
+
+def check(target: Target, good_rev: str, bad_rev: str) -> tuple[str, str, list[str]]:
+    """The ends as full hashes and the commits between them; BadInput before anything is
+    built for an unknown revision or good not an ancestor of bad."""
+    good = gitrepo.resolve(target.repo, good_rev, "--good")
+    bad = gitrepo.resolve(target.repo, bad_rev, "--bad")
+    if good == bad:
+        raise BadInput(f"--good and --bad are the same commit ({good[:12]})")
+    if not gitrepo.is_ancestor(target.repo, good, bad):
+        raise BadInput(f"--good {good_rev} ({good[:12]}) is not an ancestor of --bad {bad_rev}")
+    commits = gitrepo.commits_between(target.repo, good, bad)
+    if not commits or commits[-1] != bad:
+        raise BadInput(f"no first-parent path of commits from {good[:12]} to {bad[:12]}")
+    for end, option in ((good, "--good"), (bad, "--bad")):
+        if not gitrepo.has_file(target.repo, end, target.manifest):
+            raise BadInput(f"{option} {end[:12]} has no {target.manifest}")
+    return good, bad, commits
+
+
+class Bisection:
+    def __init__(self, request: Request, say: Say) -> None:
+        self.request = request
+        self.say = say
+        self.steps: list[dict[str, Any]] = []
+        self.doc: dict[str, Any] = {
+            "first_bad": None,
+            "last_good": None,
+            "effect": None,
+            "steps": self.steps,
+            "finding": None,
+            "diff_flamegraph": None,
+        }
+        self.step_seconds: list[float] = []
+
+    def run(self, commits: list[str]) -> dict[str, Any]:
+        request = self.request
+        for folder in reclaim(results_root()):
+            self.say(f"bisect: reclaimed the worktrees of an abandoned bisection: {folder}")
+        workspace = Workspace(results_root() / "bisect", request.target.repo)
+        (workspace.folder / "steps").mkdir()
+        self.doc["folder"] = str(workspace.folder)
+        self.workspace = workspace
+        started = time.monotonic()
+        try:
+            with stop_on_signals() as stop:
+                self.stop = stop
+                try:
+                    self._bisect(commits)
+                except (Interrupted, BuildInterrupted):
+                    self.doc["status"] = "interrupted"
+                    raise Stopped("bisection interrupted") from None
+        finally:
+            self.doc["seconds"] = round(time.monotonic() - started, 1)
+            workspace.close()
+            (workspace.folder / "bisect.json").write_text(json.dumps(self.doc, indent=2) + "\n")
+        return self.doc
+
+    def _build(self, commit: str) -> Build:
+        info = gitrepo.commit_info(self.request.target.repo, commit)
+        self.say(f"bisect: building {info.short} {info.subject}")
+        return build(self.workspace, self.request.target, commit, self.stop)
+
+    def _bisect(self, commits: list[str]) -> None:
+        request = self.request
+        good_build = self._build(request.good)
+        if good_build.suite is None:
+            raise HarnessError(
+                f"the good end {request.good[:12]} does not build: {good_build.reason}"
+            )
+        reference: Suite = good_build.suite
+        description = describe(reference)
+        (cell,) = cells.cells(reference, description, request.choice, default_one=True)
+        self.metric, self.better = cells.metric(description, request.choice.metric)
+        bad_build = self._build(request.bad)
+        if bad_build.suite is None:
+            raise HarnessError(f"the bad end {request.bad[:12]} does not build: {bad_build.reason}")
+        cells.check_other(describe(bad_build.suite), [cell], "bad end's")
+        self.doc.update(cell=cell.id, metric=self.metric, better=self.better)
+        self.say(
+            f"bisect: {len(commits)} commits from {request.good[:12]} to {request.bad[:12]}; "
+            f"cell {cell.label}, {self.metric} ({self.better} is better), about "
+            f"{search.about_steps(len(commits) - 1)} steps after checking the ends"
+        )
+        # The ends first: is the bad end worse at all?
+        ends = self._duet(reference, bad_build.suite, cell, request.bad, "ends")
+        verdict = search.range_verdict(ends.figures(), self.better)
+        while verdict == search.UNDECIDED and ends.rounds < request.max_rounds:
+            self._more(reference, bad_build.suite, ends)
+            verdict = search.range_verdict(ends.figures(), self.better)
+        figures = ends.figures()
+        self.doc["range"] = effect_of(figures) | {"rounds": ends.rounds}
+        self.say(
+            f"bisect: bad end against good end: {ratio_text(figures)} over {ends.rounds} rounds"
+        )
+        if verdict != search.BAD:
+            self.doc["status"] = "no-regression"
+            self.say(
+                f"bisect: no regression in this range: {request.bad[:12]} is not worse than "
+                f"{request.good[:12]} in {self.metric} ({ratio_text(figures)})"
+            )
+            return
+        self.workspace.remove(self.workspace.worktrees / request.bad[:12])
+        effect = search.worse(float(figures["ratio"]), self.better)
+        self.measured: dict[str, dict[str, Any]] = {request.bad: figures}
+        outcome = search.search(
+            commits, lambda c, k, about: self._step(reference, cell, c, k, about, effect)
+        )
+        self._finish(commits, outcome)
+
+    def _duet(self, a: Suite, b: Suite, cell: Cell, commit: str, name: str) -> Duet:
+        duet = Duet(cell, self.metric)
+        add_rounds(duet, a, b, self.request.rounds, self.request.timing, self.stop)
+        duet.save(self.workspace.folder / "steps" / f"{name}-{commit[:12]}.json")
+        return duet
+
+    def _more(self, a: Suite, b: Suite, duet: Duet) -> None:
+        more = min(self.request.rounds, self.request.max_rounds - duet.rounds)
+        add_rounds(duet, a, b, more, self.request.timing, self.stop)
+
+    def _step(
+        self, reference: Suite, cell: Cell, commit: str, k: int, about: int, effect: float
+    ) -> str:
+        if self.stop.requested:
+            raise Interrupted
+        started = time.monotonic()
+        info = gitrepo.commit_info(self.request.target.repo, commit)
+        built = self._build(commit)
+        record: dict[str, Any] = {"commit": commit, "verdict": search.SKIP, "ratio": None,
+                                  "low": None, "high": None, "rounds": 0}  # fmt: skip
+        try:
+            if built.suite is None:
+                self.say(f"bisect: step {k} of ~{about}: {info.short} skipped: {built.reason}")
+                record["reason"] = built.reason
+                self.steps.append(record)
+                return search.SKIP
+            try:
+                duet = self._duet(reference, built.suite, cell, commit, f"step{k}")
+                verdict = search.step_verdict(duet.figures(), self.better, effect)
+                while verdict == search.UNDECIDED and duet.rounds < self.request.max_rounds:
+                    self._more(reference, built.suite, duet)
+                    verdict = search.step_verdict(duet.figures(), self.better, effect)
+            except SideFailed as err:
+                if err.side == "A":
+                    raise HarnessError(f"the good end's build {err}") from err
+                self.say(f"bisect: step {k} of ~{about}: {info.short} skipped: {err}")
+                record["reason"] = str(err)
+                self.steps.append(record)
+                return search.SKIP
+        finally:
+            self.workspace.remove(self.workspace.worktrees / commit[:12])
+        figures = duet.figures()
+        self.measured[commit] = figures
+        record.update(verdict=verdict, rounds=duet.rounds, **_ends(figures))
+        self.steps.append(record)
+        self.step_seconds.append(time.monotonic() - started)
+        left = max(0, about - k)
+        eta = f", ETA {duration(left * sum(self.step_seconds) / len(self.step_seconds))}"
+        self.say(
+            f"bisect: step {k} of ~{about}: {info.short} {info.subject[:50]}: "
+            f"{ratio_text(figures)} over {duet.rounds} rounds -> {verdict}{eta}"
+        )
+        return verdict
+
+    def _finish(self, commits: list[str], outcome: search.Outcome) -> None:
+        request = self.request
+        last_good = request.good if outcome.last_good < 0 else commits[outcome.last_good]
+        first_bad = commits[outcome.first_bad]
+        self.doc["last_good"] = last_good
+        if outcome.status != "found":
+            self.doc["status"] = outcome.status
+            why = (
+                "the commits between do not build"
+                if outcome.status == "untestable"
+                else (f"a step stayed undecided after {request.max_rounds} rounds")
+            )
+            self.say(f"bisect: undecided between {last_good[:12]} and {first_bad[:12]}: {why}")
+            return
+        self.doc["status"] = "found"
+        self.doc["first_bad"] = first_bad
+        figures = self.measured.get(first_bad) or {}
+        self.doc["effect"] = effect_of(figures)
+        info = gitrepo.commit_info(request.target.repo, first_bad)
+        self.doc["first_bad_subject"] = info.subject
+        self.doc["first_bad_date"] = info.author_date
+        self.say(f"bisect: first bad commit: {info.hash} {info.subject} ({info.author_date})")
+        self.say(
+            f"bisect: effect on {self.metric}: {ratio_text(figures)} against {request.good[:12]}"
+        )
+
+
+def _ends(figures: dict[str, Any]) -> dict[str, Any]:
+    effect = effect_of(figures)
+    return {"ratio": effect["ratio"], "low": effect["low"], "high": effect["high"]}
