@@ -1,4 +1,4 @@
-"""The example suite of README.md ("Adding a strategy or a suite"), written out as the README
+"""The example suite of docs/adding-a-suite.md, written out as that page
 shows it: each file is the fenced block after a `<!-- file: PATH -->` line."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ _FILE = re.compile(r"^<!-- file: (?P<path>[\w./-]+) -->\n```\w*\n(?P<body>.*?)^`
 
 
 def example_files() -> dict[str, str]:
-    """Path (relative to a folder of suites) -> text, in README order."""
-    files = {m["path"]: m["body"] for m in _FILE.finditer((REPO_ROOT / "README.md").read_text())}
-    assert files, "README.md has no <!-- file: PATH --> blocks"
+    """Path (relative to a folder of suites) -> text, in the page's order."""
+    page = (REPO_ROOT / "docs" / "adding-a-suite.md").read_text()
+    files = {m["path"]: m["body"] for m in _FILE.finditer(page)}
+    assert files, "docs/adding-a-suite.md has no <!-- file: PATH --> blocks"
     return files
 
 
@@ -28,7 +29,7 @@ def example_name() -> str:
 
 def write_example(suites_folder: Path) -> Path:
     """Write the example under `suites_folder` (a folder of suites), its scripts executable as
-    the README's `chmod +x` makes them; returns the suite's folder."""
+    the page's `chmod +x` makes them; returns the suite's folder."""
     for relative, body in example_files().items():
         path = suites_folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,5 @@
 """Suites from anywhere: `harness run PATH`, HARNESS_SUITES_PATH after the workloads folder,
-shadowed names, and the README's example suite run both ways."""
+shadowed names, and docs/adding-a-suite.md's example suite run both ways."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def assert_complete(doc: dict[str, Any], strategies: list[str], repeats: int) ->
 
 @pytest.fixture
 def example(tmp_path: Path) -> Path:
-    """The README's example suite, written as the README shows it, in a folder of suites."""
+    """docs/adding-a-suite.md's example suite, as the page shows it, in a folder of suites."""
     return write_example(tmp_path / "suites")
 
 

@@ -1,7 +1,7 @@
 """The workload contract (docs/workload-contract.md), checked on every suite the tests know of:
 the repo's workloads, the fixture suites (one in JavaScript, tests/fixtures/more-suites, one
 with a scratch file, tests/fixtures/scratch-suites, one of contract version 1, without `check`,
-tests/fixtures/v1-suites), the README's example and any suite on
+tests/fixtures/v1-suites), the example of docs/adding-a-suite.md and any suite on
 HARNESS_SUITES_PATH (so that you can check your own). Each check starts the suite's binary
 directly, as the harness does; a suite with [scratch] gets its HARNESS_SCRATCH_FILE."""
 
