@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.base.stop import stop_on_signals
@@ -27,6 +28,10 @@ from harness.run.plan import Cell
 from harness.suites import Suite
 
 Say = Callable[[str], None]
+# Why the first bad build is worse than the last good one: (finding, differential flame
+# graph), from runs of both builds with the profiles; given the builds, the cell and the
+# folder to write in (harness/commands/bisect.py makes them with `harness run`'s machinery).
+Explain = Callable[[Suite, Suite, Cell, Path], tuple[str | None, Path | None]]
 
 
 @dataclass(frozen=True)
@@ -59,9 +64,13 @@ def check(target: Target, good_rev: str, bad_rev: str) -> tuple[str, str, list[s
 
 
 class Bisection:
-    def __init__(self, request: Request, say: Say) -> None:
+    def __init__(self, request: Request, say: Say, explain: Explain | None = None) -> None:
         self.request = request
         self.say = say
+        self.explain = explain
+        # The builds still needed: the good end's (every step's reference), and those of the
+        # last good and the first bad commit known so far (for the explanation).
+        self.kept: dict[str, Suite] = {}
         self.steps: list[dict[str, Any]] = []
         self.doc: dict[str, Any] = {
             "first_bad": None,
@@ -98,7 +107,7 @@ class Bisection:
 
     def _build(self, commit: str) -> Build:
         info = gitrepo.commit_info(self.request.target.repo, commit)
-        self.say(f"bisect: building {info.short} {info.subject}")
+        self.say(f"bisect: building {info.short} {info.subject[:60]}")
         return build(self.workspace, self.request.target, commit, self.stop)
 
     def _bisect(self, commits: list[str]) -> None:
@@ -117,6 +126,7 @@ class Bisection:
             raise HarnessError(f"the bad end {request.bad[:12]} does not build: {bad_build.reason}")
         cells.check_other(describe(bad_build.suite), [cell], "bad end's")
         self.doc.update(cell=cell.id, metric=self.metric, better=self.better)
+        self.cell = cell
         self.say(
             f"bisect: {len(commits)} commits from {request.good[:12]} to {request.bad[:12]}; "
             f"cell {cell.label}, {self.metric} ({self.better} is better), about "
@@ -140,7 +150,8 @@ class Bisection:
                 f"{request.good[:12]} in {self.metric} ({ratio_text(figures)})"
             )
             return
-        self.workspace.remove(self.workspace.worktrees / request.bad[:12])
+        self.kept = {"good": reference, "bad": bad_build.suite}
+        self.known = {"good": request.good, "bad": request.bad}
         effect = search.worse(float(figures["ratio"]), self.better)
         self.measured: dict[str, dict[str, Any]] = {request.bad: figures}
         outcome = search.search(
@@ -174,6 +185,7 @@ class Bisection:
                 record["reason"] = built.reason
                 self.steps.append(record)
                 return search.SKIP
+            verdict = search.UNDECIDED
             try:
                 duet = self._duet(reference, built.suite, cell, commit, f"step{k}")
                 verdict = search.step_verdict(duet.figures(), self.better, effect)
@@ -188,7 +200,10 @@ class Bisection:
                 self.steps.append(record)
                 return search.SKIP
         finally:
-            self.workspace.remove(self.workspace.worktrees / commit[:12])
+            if built.suite is None or verdict not in (search.GOOD, search.BAD):
+                self.workspace.remove(self.workspace.worktrees / commit[:12])
+        if verdict in (search.GOOD, search.BAD):
+            self._keep(verdict, commit, built.suite)
         figures = duet.figures()
         self.measured[commit] = figures
         record.update(verdict=verdict, rounds=duet.rounds, **_ends(figures))
@@ -201,6 +216,15 @@ class Bisection:
             f"{ratio_text(figures)} over {duet.rounds} rounds -> {verdict}{eta}"
         )
         return verdict
+
+    def _keep(self, verdict: str, commit: str, suite: Suite) -> None:
+        """The build of the newest good (bad) commit is kept; the one it replaces goes,
+        unless it is the good end's, every step's reference."""
+        before = self.known[verdict]
+        if before != self.request.good:
+            self.workspace.remove(self.workspace.worktrees / before[:12])
+        self.known[verdict] = commit
+        self.kept[verdict] = suite
 
     def _finish(self, commits: list[str], outcome: search.Outcome) -> None:
         request = self.request
@@ -227,6 +251,19 @@ class Bisection:
         self.say(
             f"bisect: effect on {self.metric}: {ratio_text(figures)} against {request.good[:12]}"
         )
+        if self.explain is not None:
+            self.say(
+                f"bisect: explaining: runs of {last_good[:12]} and {first_bad[:12]} with profiles"
+            )
+            finding, graph = self.explain(
+                self.kept["good"], self.kept["bad"], self.cell, self.workspace.folder / "why"
+            )
+            self.doc["finding"] = finding
+            self.doc["diff_flamegraph"] = str(graph) if graph is not None else None
+            if finding:
+                self.say(f"bisect: why: {finding}")
+            if graph is not None:
+                self.say(f"bisect: differential flame graph: {graph}")
 
 
 def _ends(figures: dict[str, Any]) -> dict[str, Any]:

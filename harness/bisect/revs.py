@@ -58,7 +58,7 @@ def compare_revs(request: Request, hashes: tuple[str, str], say: Say) -> dict[st
                 built = []
                 for commit in hashes:
                     info = gitrepo.commit_info(request.target.repo, commit)
-                    say(f"harness: building {info.short} {info.subject}")
+                    say(f"harness: building {info.short} {info.subject[:60]}")
                     one = build(workspace, request.target, commit, stop)
                     if one.suite is None:
                         raise HarnessError(f"{commit[:12]} does not build: {one.reason}")

@@ -8,11 +8,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from harness.bisect import bisection
+from harness.bisect import bisection, why
 from harness.bisect.cells import Choice, one_cell_check
-from harness.bisect.duet import Timing
+from harness.bisect.duet import Stopped, Timing
 from harness.bisect.target import find_target
+from harness.commands import consoles
 from harness.commands.parsing import (
     EXIT_CODES,
     FORMATTER,
@@ -20,16 +22,23 @@ from harness.commands.parsing import (
     help_text,
     names,
     non_negative_float,
+    non_negative_int,
     positive_float,
     positive_int,
 )
-from harness.commands.runs import deadline_slack_s
+from harness.commands.runs import deadline_slack_s, run_plan
+from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path
+from harness.probes.kinds import oncpu, sched
+from harness.probes.spec import parse_probes
+from harness.run.plan import Cell, build_plan
 from harness.runlock import RunLock
+from harness.suites import Suite
 
 DEFAULT_ROUNDS = 6  # the fewest with which a paired p can go below 0.05
 DEFAULT_MAX_ROUNDS = 18
+DEFAULT_EXPLAIN_REPEATS = 3
 
 
 def add_parser(commands: Commands) -> None:
@@ -87,6 +96,15 @@ def add_parser(commands: Commands) -> None:
         metavar="N",
         help=f"rounds an undecided step may grow to, --rounds at a time (default: "
         f"{DEFAULT_MAX_ROUNDS})",
+    )
+    p.add_argument(
+        "--explain-repeats",
+        type=non_negative_int,
+        default=DEFAULT_EXPLAIN_REPEATS,
+        metavar="N",
+        help="once found, a run of N repeats of the last good and of the first bad build with "
+        "the sched and on-CPU probes: the finding (CPU per op and the frames that grew) and "
+        f"the differential flame graph (default: {DEFAULT_EXPLAIN_REPEATS}; 0: none)",
     )
     p.add_argument(
         "--json",
@@ -182,9 +200,48 @@ def handle(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    explain = _explainer(args, say) if args.explain_repeats else None
     with RunLock(lock_path(), " ".join(args.command_line)):
-        doc = bisection.Bisection(request, say).run(commits)
+        doc = bisection.Bisection(request, say, explain).run(commits)
     if args.json:
         print(json.dumps(doc, indent=2))
     say(f"bisect folder: {doc.get('folder')}")
     return 0
+
+
+def _explainer(args: argparse.Namespace, say: bisection.Say) -> bisection.Explain:
+    """The explanation: a run of each build, as `harness run` makes it, then why.explain."""
+
+    def explain(
+        good: Suite, bad: Suite, cell: Cell, folder: Path
+    ) -> tuple[str | None, Path | None]:
+        records = []
+        for suite in (good, bad):
+            plan = build_plan(
+                suite,
+                describe(suite),
+                strategies=[cell.strategy],
+                scenarios=[cell.scenario],
+                sweep={key: [value] for key, value in cell.explicit.items()},
+                duration_s=args.duration_s,
+                warmup_s=args.warmup_s,
+                repeats=args.explain_repeats,
+                order="interleaved",
+                probes=parse_probes(f"{sched.NAME},{oncpu.NAME}"),
+                explain_repeats=args.explain_repeats,
+            )
+            record, status = run_plan(
+                plan, folder, args.command_line, deadline_slack_s(), consoles.stderr()
+            )
+            if status == "interrupted":
+                raise Stopped("bisection interrupted while explaining")
+            records.append(record)
+        good_run, bad_run = records
+        finding, graph, notes = why.explain(
+            good_run.run, good_run.run_dir, bad_run.run, bad_run.run_dir
+        )
+        for note in notes:
+            say(f"bisect: why: {note}")
+        return finding, graph
+
+    return explain

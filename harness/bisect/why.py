@@ -1,0 +1,78 @@
+"""Why the first bad build is worse than the last good one, from a run of each with the
+profiles: CPU per op (the sched probe's, measurement repeats) with its 95% interval, the
+frames whose self share of the client's on-CPU samples grew most, and the differential flame
+graph between the two, in the words of a run's findings (harness/report/mechanism.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.format.numbers import human, percent
+from harness.profiles import folded, inferno
+from harness.profiles.cells import gather
+from harness.profiles.run_diff import diff_runs
+from harness.report.mechanism import CPU_METRICS, GROWTH_FRAMES, ratio_clause
+from harness.rundoc.model import RunDoc
+from harness.stats import compare_samples, metric_values
+
+
+def explain(
+    good: RunDoc, good_dir: Path, bad: RunDoc, bad_dir: Path
+) -> tuple[str | None, Path | None, list[str]]:
+    """(finding, differential graph, why a part is missing) of the two runs' one cell."""
+    notes: list[str] = []
+    good_doc = _doc(good_dir)
+    bad_doc = _doc(bad_dir)
+    if not good.cells or not bad.cells or good_doc is None or bad_doc is None:
+        return None, None, ["a run of the explanation has no cell"]
+    parts = []
+    cpu = _cpu(good_doc["cells"][0], bad_doc["cells"][0])
+    if cpu is not None:
+        parts.append(cpu)
+    else:
+        notes.append("no CPU per op in both runs (the sched probe did not run)")
+    grown = folded.grew_most(
+        gather(good_dir, good.cells[0]).client, gather(bad_dir, bad.cells[0]).client, GROWTH_FRAMES
+    )
+    if grown:
+        frames = ", ".join(
+            f"{g['frame']} {percent(float(str(g['baseline_share'])))} → "
+            f"{percent(float(str(g['share'])))}"
+            for g in grown
+        )
+        parts.append(f"top growth (self share of the client's on-CPU samples): {frames}")
+    else:
+        notes.append("no frame's share grew in the on-CPU profiles (or none was recorded)")
+    graphs, missing = diff_runs(good_doc, good_dir, bad_doc, bad_dir, lambda _doc, cell: 0)
+    notes += missing
+    if not graphs and inferno.problem() is None and not missing:
+        notes.append("no differential flame graph: no on-CPU profile")
+    finding = "; ".join(parts) if parts else None
+    return finding, (graphs[0] if graphs else None), notes
+
+
+def _doc(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("cells") else None
+
+
+def _cpu(good: dict[str, Any], bad: dict[str, Any]) -> str | None:
+    """`CPU per op 1.9x (95% CI 1.8-2.0): 2.1µs vs 1.1µs`, the first CPU metric both have."""
+    for metric in CPU_METRICS:
+        before, after = metric_values(good, metric), metric_values(bad, metric)
+        if len(before) >= 2 and len(after) >= 2:
+            entry = compare_samples(before, after, None)
+            if entry.get("ratio") is None:
+                continue
+            who = "the client's CPU per op" if metric.startswith("client") else "CPU per op"
+            ratio, _, interval = ratio_clause(entry).partition(", ")
+            return (
+                f"{who} {ratio} ({interval}): {human(entry['candidate_median'], time_ns=True)} "
+                f"vs {human(entry['baseline_median'], time_ns=True)}"
+            )
+    return None
