@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-OPS = 200  # operations a repeat; at work=300 about 5 ms of Python
-BASE_WORK = 300
+OPS = 200  # operations a repeat; at work=1000 about 10 ms of Python here
+BASE_WORK = 1000
 
 CHEW = f"""#!{sys.executable}
 # A workload of the harness's contract (docs/workload-contract.md), version 1.
@@ -32,7 +32,8 @@ def main():
             scenarios=[{{"name": "steady", "help": "one op after another", "params": {{}}}}],
             params=[],
             metrics=[{{"name": "ops_per_sec", "unit": "ops/s", "better": "higher",
-                       "headline": True}}])
+                       "headline": True}},
+                     {{"name": "cpu_ns_per_op", "unit": "ns", "better": "lower"}}])
         return
     if sys.argv[1:2] != ["run"]:
         sys.exit(2)
@@ -48,15 +49,16 @@ def main():
             f.write(f"{{os.getpid()}}\\n")
         time.sleep(float(os.environ.get("CHEW_HOLD_S", "0")))
     say(event="measure_start")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     total = 0
     for _ in range({OPS}):
         for i in range(work):
             total += i
     elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     say(event="measure_end")
     say(event="result", strategy=strategy, scenario="steady", params={{}},
-        ops_per_sec={OPS} / elapsed)
+        ops={OPS}, ops_per_sec={OPS} / elapsed, cpu_ns_per_op=cpu * 1e9 / {OPS})
 
 main()
 """

@@ -21,13 +21,26 @@ from harness.bisect import search
 
 pytestmark = pytest.mark.unit
 
-QUICK = ["--rounds", "6", "--max-rounds", "6", "--duration-s", "0.1", "--warmup-s", "0"]
+# 6 rounds a step, 12 for one that a preempted round left undecided.
+QUICK = ["--rounds", "6", "--max-rounds", "12", "--duration-s", "0.1", "--warmup-s", "0"]
+NO_WHY = ["--explain-repeats", "0"]  # the explanation's profiles: test_bisect_why.py
 SLOW = BASE_WORK * 10
 
 
 def bisect(repo: Path, good: str, bad: str, env: dict[str, str], *more: str) -> dict:
     done = run_harness(
-        ["bisect", str(repo / "bench"), "--good", good, "--bad", bad, *QUICK, "--json", *more],
+        [
+            "bisect",
+            str(repo / "bench"),
+            "--good",
+            good,
+            "--bad",
+            bad,
+            *QUICK,
+            *NO_WHY,
+            "--json",
+            *more,
+        ],
         env,
         timeout=300,
     )
@@ -62,7 +75,7 @@ def test_bisect_names_the_commit_that_adds_work_per_op(
     dirty(repo)
     before = state(repo)
     doc = bisect(repo, hashes[0], hashes[-1], harness_env, "--strategies", "spin")
-    assert doc["status"] == "found"
+    assert doc["status"] == "found", doc["stderr"]
     assert doc["first_bad"] == hashes[5]
     assert doc["last_good"] == hashes[4]
     assert doc["effect"]["ratio"] < 0.5 and doc["effect"]["high"] < 1
@@ -75,6 +88,7 @@ def test_bisect_names_the_commit_that_adds_work_per_op(
     assert "step 1 of ~3" in doc["stderr"] and "ETA" in doc["stderr"]
     assert f"first bad commit: {hashes[5]} chew: {SLOW} iterations an op" in doc["stderr"]
     assert state(repo) == before
+    assert doc["finding"] is None and doc["diff_flamegraph"] is None  # --explain-repeats 0
     folder = Path(doc["folder"])
     assert json.loads((folder / "bisect.json").read_text())["first_bad"] == hashes[5]
     assert not (folder / "worktrees").exists() and not (folder / "cache").exists()
@@ -85,7 +99,7 @@ def test_a_flat_range_has_no_regression(tmp_path: Path, harness_env: dict[str, s
     repo = tmp_path / "repo"
     hashes = make_repo(repo, [BASE_WORK] * 4)
     doc = bisect(repo, hashes[0], hashes[-1], harness_env)
-    assert doc["status"] == "no-regression"
+    assert doc["status"] == "no-regression", doc["stderr"]
     assert doc["first_bad"] is None and doc["steps"] == []
     assert "no regression in this range" in doc["stderr"]
 
@@ -97,7 +111,7 @@ def test_a_commit_that_does_not_build_is_skipped(
     # 8 commits after the good end: the first step tries the 4th (hashes[4]), which is broken.
     hashes = make_repo(repo, [BASE_WORK] * 6 + [SLOW] * 3, broken={4})
     doc = bisect(repo, hashes[0], hashes[-1], harness_env)
-    assert doc["first_bad"] == hashes[6]
+    assert doc["first_bad"] == hashes[6], doc["stderr"]
     skipped = [s for s in doc["steps"] if s["verdict"] == "skip"]
     assert [s["commit"] for s in skipped] == [hashes[4]]
     assert f"{hashes[4][:12]} skipped: its build exited with code 1" in doc["stderr"]
@@ -164,7 +178,17 @@ def _interrupted(
     mark = tmp_path / "mark"
     held = {**env, "CHEW_MARK": str(mark), "CHEW_HOLD_S": "60"}
     proc = subprocess.Popen(
-        [*HARNESS, "bisect", str(repo / "bench"), "--good", hashes[0], "--bad", hashes[-1], *QUICK],
+        [
+            *HARNESS,
+            "bisect",
+            str(repo / "bench"),
+            "--good",
+            hashes[0],
+            "--bad",
+            hashes[-1],
+            *QUICK,
+            *NO_WHY,
+        ],
         env=held,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -206,7 +230,8 @@ def test_sigkill_leaves_the_repository_and_the_next_run_reclaims_the_worktrees(
     assert len(worktrees) == 3  # left behind, until:
     (killed,) = (Path(harness_env["HARNESS_RESULTS"]) / "bisect").iterdir()
     done = run_harness(
-        ["bisect", str(repo / "bench"), "--good", "main~1", "--bad", "main", *QUICK], harness_env
+        ["bisect", str(repo / "bench"), "--good", "main~1", "--bad", "main", *QUICK, *NO_WHY],
+        harness_env,
     )
     assert done.returncode == 0, done.stderr
     assert f"reclaimed the worktrees of an abandoned bisection: {killed}" in done.stderr
