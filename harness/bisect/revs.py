@@ -70,10 +70,11 @@ def compare_revs(request: Request, hashes: tuple[str, str], say: Say) -> dict[st
                 metric, better = cells.metric(description, request.choice.metric)
                 doc.update(metric=metric, better=better)
                 duets = [Duet(cell, metric) for cell in chosen]
+                measuring = time.monotonic()  # the ETA is the rounds', not the builds'
                 for r in range(request.rounds):
                     for duet in duets:
                         add_rounds(duet, a, b, 1, request.timing, stop)
-                    left = (request.rounds - r - 1) * (time.monotonic() - started) / (r + 1)
+                    left = (request.rounds - r - 1) * (time.monotonic() - measuring) / (r + 1)
                     say(f"harness: round {r + 1} of {request.rounds} done, ETA {duration(left)}")
                 doc["cells"] = [_row(duet) for duet in duets]
             except (Interrupted, BuildInterrupted):
