@@ -154,6 +154,25 @@ def test_bad_input_is_one_line_and_exit_2_before_any_build(
     assert not (Path(harness_env["HARNESS_RESULTS"]) / "bisect").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rev", "main"], "--rev: give two revisions"),
+        (["--rev", "nope", "--rev", "main"], "--rev 'nope': git does not know this revision"),
+        (["--rev", "main~1", "--rev", "main", "--probes", "sched"], "--probes does not go with"),
+    ],
+)
+def test_run_rev_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, harness_env: dict[str, str], args: list[str], message: str
+) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, [BASE_WORK] * 2)
+    done = run_harness(["run", str(repo / "bench"), *args], harness_env)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+    assert not (Path(harness_env["HARNESS_RESULTS"]) / "revs").exists()
+
+
 def test_a_target_outside_git_is_bad_input(tmp_path: Path, harness_env: dict[str, str]) -> None:
     repo = tmp_path / "repo"
     make_repo(repo, [BASE_WORK] * 2)

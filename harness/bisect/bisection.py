@@ -99,6 +99,9 @@ class Bisection:
                 except (Interrupted, BuildInterrupted):
                     self.doc["status"] = "interrupted"
                     raise Stopped("bisection interrupted") from None
+                except Stopped:  # while explaining
+                    self.doc["status"] = "interrupted"
+                    raise
         finally:
             self.doc["seconds"] = round(time.monotonic() - started, 1)
             workspace.close()

@@ -17,7 +17,7 @@ from harness.paths import lock_path
 from harness.runlock import RunLock
 
 # The options of `harness run` that a run of two revisions does not take (it runs no probe).
-_UNUSED = ("probe_overhead", "explain_repeats", "baseline", "out")
+_UNUSED = ("probes", "probe_overhead", "explain_repeats", "baseline", "out")
 
 
 def handle_revs(args: argparse.Namespace, sweep: dict[str, list[object]]) -> int:
