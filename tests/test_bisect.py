@@ -290,5 +290,12 @@ def test_verdicts_in_the_metrics_direction() -> None:
     effect = search.worse(0.1, "higher")
     assert search.step_verdict(slower, "higher", effect) == "bad"
     assert search.step_verdict(same, "higher", effect) == "good"
+    # Worse than the good end, and its interval reaches past half the range's effect.
     between = {"ci95_low": 0.2, "ci95_high": 0.9, "ratio": 0.4, "significant": True}
-    assert search.step_verdict(between, "higher", effect) == "undecided"
+    assert search.step_verdict(between, "higher", effect) == "bad"
+    # Across both 1 and half the effect: too wide to say.
+    wide = {"ci95_low": 0.2, "ci95_high": 1.1, "ratio": 0.4, "significant": False}
+    assert search.step_verdict(wide, "higher", effect) == "undecided"
+    # The timers demo: the range's 0.75x, the commit's 0.88x [0.82-0.98] over 18 rounds.
+    timers = {"ci95_low": 0.82, "ci95_high": 0.98, "ratio": 0.88, "significant": True}
+    assert search.step_verdict(timers, "higher", search.worse(0.75, "higher")) == "bad"

@@ -60,9 +60,10 @@ def add_parser(commands: Commands) -> None:
             the candidate's build against the good end's interleaved (A B, B A, ... within
             one run) and takes the ratio of each round: its median, its 95% interval from
             order statistics and the Wilcoxon signed-rank p, as --probe-overhead does. A
-            candidate is bad when the whole interval is past half the range's effect (p <
-            0.05), good when it is short of it; else more rounds, up to --max-rounds, and
-            then the bisection ends "undecided between X and Y" rather than guess.
+            candidate is good when the whole interval is short of half the range's effect,
+            bad when it is worse than the good end (the whole interval on the worse side of
+            1, p < 0.05) and reaches past that half; else more rounds, up to --max-rounds,
+            and then the bisection ends "undecided between X and Y" rather than guess.
 
             The worktrees and their builds are removed at the end, also after Ctrl-C; after a
             kill, the next bisection reclaims them. The folder keeps bisect.json, each
