@@ -119,7 +119,7 @@ def test_bench_detection_with_few_seeds() -> None:
     assert (five["repeats"], ten["repeats"]) == (5, 10)
     for figures in (five, ten):
         assert 0 <= figures["step_3pct_hits_of_3"] <= 3
-        # As for the 100 seeds (docs/dashboard.md): no false event, every drift flagged within 30 runs.
+        # As for the 100 seeds (docs/dashboard.md): no false event, every drift flagged in 30 runs.
         assert figures["false_events_in_3_series_x_200_runs"] == 0
         assert figures["drift_flagged_within_30_runs_of_3"] == 3
         assert 0 < figures["drift_delay_median_runs"] <= figures["drift_delay_max_runs"] <= 30
