@@ -236,6 +236,7 @@ class Bisection:
         self.doc["last_good"] = last_good
         if outcome.status != "found":
             self.doc["status"] = outcome.status
+            self.doc["undecided_between"] = [last_good, first_bad]
             why = (
                 "the commits between do not build"
                 if outcome.status == "untestable"
