@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from harness.bisect import bisection, why
@@ -23,6 +22,7 @@ from harness.commands.parsing import (
     names,
     non_negative_float,
     non_negative_int,
+    param_sweep,
     positive_float,
     positive_int,
 )
@@ -166,21 +166,11 @@ def add_duet_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def sweep(pairs: Sequence[str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise BadInput(f"--param {pair!r}: expected KEY=VALUE, e.g. --param concurrency=64")
-        out.setdefault(key.strip(), []).append(value)
-    return out
-
-
 def handle(args: argparse.Namespace) -> int:
     choice = Choice(
         strategies=tuple(args.strategies or ()),
         scenarios=tuple(args.scenario or ()),
-        sweep=sweep(args.param),
+        sweep=param_sweep(args.param),
         metric=args.metric,
     )
     one_cell_check(choice)

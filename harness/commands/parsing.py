@@ -9,6 +9,8 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import NoReturn, TypeAlias, TypeVar
 
+from harness.errors import BadInput
+
 EXIT_INTERRUPTED = 130
 EXIT_CODES = """\
 exit codes:
@@ -96,3 +98,14 @@ def names(text: str) -> list[str]:
     if not found:
         raise argparse.ArgumentTypeError(f"expected a comma-separated list of names, got {text!r}")
     return found
+
+
+def param_sweep(pairs: Sequence[str]) -> dict[str, list[str]]:
+    """The values --param KEY=VALUE gave each key, in their order (a key given again sweeps)."""
+    sweep: dict[str, list[str]] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"--param {pair!r}: expected KEY=VALUE, e.g. --param concurrency=64")
+        sweep.setdefault(key.strip(), []).append(value)
+    return sweep

@@ -20,7 +20,7 @@ from harness.runlock import RunLock
 _UNUSED = ("probes", "probe_overhead", "explain_repeats", "baseline", "out")
 
 
-def handle_revs(args: argparse.Namespace, sweep: dict[str, list[object]]) -> int:
+def handle_revs(args: argparse.Namespace, sweep: dict[str, list[str]]) -> int:
     for name in _UNUSED:
         if getattr(args, name, None):
             raise BadInput(
@@ -29,7 +29,7 @@ def handle_revs(args: argparse.Namespace, sweep: dict[str, list[object]]) -> int
     choice = Choice(
         strategies=tuple(args.strategies or ()),
         scenarios=tuple(args.scenario or ()),
-        sweep={key: [str(v) for v in values] for key, values in sweep.items()},
+        sweep=sweep,
         metric=None,
     )
     target = find_target(args.suite)

@@ -19,6 +19,7 @@ from harness.commands.parsing import (
     names,
     non_negative_float,
     non_negative_int,
+    param_sweep,
     positive_float,
     positive_int,
 )
@@ -207,12 +208,12 @@ def handle(args: argparse.Namespace) -> int:
     if args.rev:
         from harness.commands.revs import handle_revs  # git and worktrees: only when asked
 
-        return handle_revs(args, _sweep(args.param))
+        return handle_revs(args, param_sweep(args.param))
     suite = require_built(choose([args.suite], workloads_root(), suites_path())[0])
     probes = probe_specs(args)
     if args.probe_overhead and not probes:
         raise BadInput("--probe-overhead needs probes to measure, and --probes is none")
-    sweep = _sweep(args.param)
+    sweep = param_sweep(args.param)
     out_dir: Path = args.out or results_root() / "runs"
     slack_s = deadline_slack_s()
     description = describe(suite)
@@ -277,13 +278,3 @@ def _too_many_values(args: Sequence[str]) -> str | None:
                 "have (strategies x scenarios x swept values): sweep fewer values"
             )
     return None
-
-
-def _sweep(pairs: Sequence[str]) -> dict[str, list[object]]:
-    sweep: dict[str, list[object]] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise BadInput(f"--param {pair!r}: expected KEY=VALUE, e.g. --param concurrency=64")
-        sweep.setdefault(key.strip(), []).append(value)
-    return sweep
