@@ -267,7 +267,7 @@ class RunRecord:
         """End the run `failed` with `reason` (a write error) where run.json can still be
         written, if need be in the room the reserve kept; whether it could."""
         # Failed over a figure run.json cannot hold: the run as last written says so.
-        if _unreadable(self._text()) is not None and self.written is not None:
+        if self.written is not None and _unreadable(self._text()) is not None:
             self.run = self.written
         self.run.status = "failed"
         self.run.error = reason
@@ -291,14 +291,18 @@ class RunRecord:
         if _identity(self.run_dir) != self.identity:
             raise WriteFailed(f"cannot write {self.path}: the run directory was removed")
         text = self._text()
-        problem = _unreadable(text)
-        if problem is not None:
-            raise WriteFailed(f"cannot write {self.path}: it would not read back: {problem}")
+        try:
+            doc = RunDoc.model_validate_json(text)
+        except ValidationError as error:
+            problem = _first_problem(error)
+            raise WriteFailed(
+                f"cannot write {self.path}: it would not read back: {problem}"
+            ) from error
         try:
             write_atomic(self.path, text)
         except OSError as err:
             raise write_failed(err, self.path) from err
-        self.written = RunDoc.model_validate_json(text)
+        self.written = doc
 
     def _text(self) -> str:
         return jsonfile.dumps(self.run) + "\n"
@@ -310,13 +314,18 @@ def _unreadable(text: str) -> str | None:
     try:
         RunDoc.model_validate_json(text)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        # JSON has no infinity: the one figure the dump turns into null (harness/base/writes.py).
-        infinite = first["type"] == "float_type" and first["input"] is None
-        cause = " (an infinite figure, written as null)" if infinite else ""
-        return f"{where}: {first['msg']}{cause}"
+        return _first_problem(error)
     return None
+
+
+def _first_problem(error: ValidationError) -> str:
+    """Where and what, of the first thing the harness refuses in a run.json."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    # JSON has no infinity: the one figure the dump turns into null (harness/base/writes.py).
+    infinite = first["type"] == "float_type" and first["input"] is None
+    cause = " (an infinite figure, written as null)" if infinite else ""
+    return f"{where}: {first['msg']}{cause}"
 
 
 def _interval(ratios: Sequence[float]) -> OverheadInterval:
