@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from harness import hostinfo
@@ -76,6 +77,7 @@ def _kallsyms_has(root: Path, *symbols: str) -> bool:
     return all(re.search(rf" {symbol}$", text, re.M) for symbol in symbols)
 
 
+@cache  # a kernel's features do not change while it runs; each collector asks for several
 def present(feature: Feature, root: Path) -> bool:
     """Whether the kernel at `root` has the feature."""
     if feature is BTF:
