@@ -6,7 +6,7 @@ import argparse
 import errno
 from pathlib import Path
 
-from harness.commands.history import DB_HELP
+from harness.commands.history.reading import DB_HELP
 from harness.commands.parsing import FORMATTER, Commands, help_text
 from harness.dashboard.site import build_site
 from harness.errors import BadInput, HarnessError
