@@ -151,6 +151,13 @@ class Named:
 
 
 @dataclass(frozen=True)
+class Strategy(Named):
+    # The strategy this one is compared with (its twin: the same client without the feature
+    # under test) instead of the suite's baseline, when the run has it.
+    compare_with: str | None = None
+
+
+@dataclass(frozen=True)
 class Scenario(Named):
     params: dict[str, ParamValue]
 
@@ -159,7 +166,7 @@ class Scenario(Named):
 class Description:
     suite: str
     baseline: str | None
-    strategies: tuple[Named, ...]
+    strategies: tuple[Strategy, ...]
     default_scenario: str
     scenarios: tuple[Scenario, ...]
     params: dict[str, ParamSpec]
@@ -176,6 +183,12 @@ class Description:
     @property
     def strategy_names(self) -> list[str]:
         return [s.name for s in self.strategies]
+
+    @property
+    def twins(self) -> dict[str, str]:
+        """Strategy -> the strategy it is compared with instead of the baseline (its
+        `compare_with`), for those that name one."""
+        return {s.name: s.compare_with for s in self.strategies if s.compare_with is not None}
 
     def scenario(self, name: str) -> Scenario:
         for scenario in self.scenarios:
@@ -244,10 +257,11 @@ def parse_description(data: object, suite_name: str) -> Description:
         raise ValueError("expected a JSON object")
     version = _contract_version(data)
     strategies = tuple(
-        _named(item, f"strategies[{i}]") for i, item in enumerate(_list(data, "strategies"))
+        _strategy(item, f"strategies[{i}]") for i, item in enumerate(_list(data, "strategies"))
     )
     if not strategies:
         raise ValueError("'strategies' is empty")
+    _check_twins(strategies)
     params: dict[str, ParamSpec] = {}
     for i, item in enumerate(_list(data, "params", required=False)):
         spec = _param(item, f"params[{i}]")
@@ -317,6 +331,29 @@ def _named(item: object, where: str) -> Named:
     if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
         raise ValueError(f"{where} needs a non-empty string 'name'")
     return Named(name=item["name"], help=str(item.get("help", "")))
+
+
+def _strategy(item: object, where: str) -> Strategy:
+    named = _named(item, where)
+    assert isinstance(item, dict)
+    twin = item.get("compare_with")
+    if twin is not None and (not isinstance(twin, str) or not twin):
+        raise ValueError(f"{where}.compare_with must be a strategy name, got {twin!r}")
+    return Strategy(name=named.name, help=named.help, compare_with=twin)
+
+
+def _check_twins(strategies: Sequence[Strategy]) -> None:
+    """Each `compare_with` names another strategy of the list."""
+    names = [s.name for s in strategies]
+    for i, strategy in enumerate(strategies):
+        twin = strategy.compare_with
+        if twin is None:
+            continue
+        where = f"strategies[{i}].compare_with"
+        if twin == strategy.name:
+            raise ValueError(f"{where} names '{twin}' itself: a strategy has another as its twin")
+        if twin not in names:
+            raise ValueError(f"{where}: unknown strategy '{twin}' (valid: {', '.join(names)})")
 
 
 def _param(item: object, where: str) -> ParamSpec:

@@ -36,7 +36,10 @@ def suite_entry(
     entry.update(
         baseline=suite.baseline or description.baseline,
         default_scenario=description.default_scenario,
-        strategies=[{"name": s.name, "help": s.help} for s in description.strategies],
+        strategies=[
+            {"name": s.name, "help": s.help, "compare_with": s.compare_with}
+            for s in description.strategies
+        ],
         scenarios=[
             {"name": s.name, "help": s.help, "params": s.params} for s in description.scenarios
         ],
@@ -77,9 +80,14 @@ def print_suites(entries: Sequence[dict[str, Any]], console: Console) -> None:
                 f"default scenario: {printable(entry['default_scenario'])}"
             )
         )
+        twins = any(s["compare_with"] for s in entry["strategies"])
         strategies = Table("strategy", "help", title="strategies", title_justify="left")
+        if twins:  # the strategies compared with their twin rather than the baseline
+            strategies.add_column("compared with")
         for s in entry["strategies"]:
-            strategies.add_row(*_cells(s["name"], s["help"]))
+            against = "-" if s["name"] == entry["baseline"] else entry["baseline"]
+            twin = [s["compare_with"] or against] if twins else []
+            strategies.add_row(*_cells(s["name"], s["help"], *twin))
         scenarios = Table("scenario", "sets", "help", title="scenarios", title_justify="left")
         for s in entry["scenarios"]:
             sets = ", ".join(f"{k}={render(v)}" for k, v in s["params"].items())

@@ -243,6 +243,18 @@ def test_values_render_for_the_command_line() -> None:
             {"scenarios": [{"name": "steady", "params": {"ghost": 1}}]},
             "scenarios[0].params sets 'ghost'",
         ),
+        (
+            {"strategies": [{"name": "a", "compare_with": "zz"}, {"name": "b"}]},
+            "strategies[0].compare_with: unknown strategy 'zz' (valid: a, b)",
+        ),
+        (
+            {"strategies": [{"name": "a"}, {"name": "b", "compare_with": "b"}]},
+            "strategies[1].compare_with names 'b' itself",
+        ),
+        (
+            {"strategies": [{"name": "a", "compare_with": 3}]},
+            "strategies[0].compare_with must be a strategy name, got 3",
+        ),
         ({"contract_version": "2"}, "'contract_version' must be an integer, got '2'"),
         ({"contract_version": True}, "'contract_version' must be an integer, got True"),
         (
@@ -266,6 +278,12 @@ def test_the_contract_version_says_whether_the_workload_has_check(
         doc["contract_version"] = version
     description = parse_description(doc, "toy")
     assert (description.contract_version, description.has_check) == (version or 1, has_check)
+
+
+def test_a_strategy_names_its_twin_and_older_workloads_name_none() -> None:
+    twinned = {"strategies": [{"name": "a", "compare_with": "b"}, {"name": "b"}]}
+    assert parse_description({**DESCRIBE, **twinned}, "toy").twins == {"a": "b"}
+    assert parse_description(DESCRIBE, "toy").twins == {}
 
 
 SUITE_TOMLS = sorted(
