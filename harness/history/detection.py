@@ -6,11 +6,15 @@ run-to-run relative changes of the medians over the last 30 runs), as rustc-perf
 significance threshold. E-Divisive judges a run once `CONFIRM_RUNS` runs follow it; until
 then the newest-run test speaks for it, so a regression alarms the night it lands and is
 confirmed or withdrawn by the nights after.
+
+The newest run's move past the floor is provisional: the nightly runs its cell again
+(`harness history confirm`), and once those confirming repeats are recorded the newest-run
+test judges the night's repeats and them together (`RunFigures.confirming`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +37,9 @@ class RunFigures:
 
     median: float
     samples: Sequence[float]
+    confirming: Sequence[float] = ()
+    """The repeats of a run that confirmed this one's move (harness history confirm), kept
+    apart from its points: the newest-run test pools them with `samples`."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +70,15 @@ def noise_floor(medians: NDArray[np.float64], end: int) -> float:
     changes = np.abs(current[ok] / previous[ok] - 1)
     if changes.size < 5:
         return MIN_NOISE
-    q1, q3 = np.percentile(changes, [25, 75])
-    return max(MIN_NOISE, float(q3 + 3 * (q3 - q1)))
+    return float(floor_of_changes(changes))
+
+
+def floor_of_changes(changes: NDArray[np.float64]) -> NDArray[np.float64]:
+    """max(MIN_NOISE, Q3 + 3 x IQR) of absolute run-to-run relative changes, along the last
+    axis (one floor per row: harness/history/power.py judges many simulated series at once)."""
+    q1, q3 = np.percentile(changes, [25, 75], axis=-1)
+    floor: NDArray[np.float64] = np.maximum(MIN_NOISE, q3 + 3 * (q3 - q1))
+    return floor
 
 
 def newest_changes(runs: Sequence[RunFigures], first: int) -> list[Change]:
@@ -72,35 +86,88 @@ def newest_changes(runs: Sequence[RunFigures], first: int) -> list[Change]:
     that is not itself a change): Mann-Whitney U at ALPHA on the repeats and a change of the
     median above the noise floor. A run at the level of the last change is that change seen
     again, not another one: one step is one change point (and one event) from the night it
-    lands until E-Divisive settles it, and the runs after it are judged from its level."""
+    lands until E-Divisive settles it, and the runs after it are judged from its level.
+
+    A run with confirming repeats is judged on its repeats and those together: its move
+    holds when their median is still past the floor on the same side and the pooled repeats
+    are apart from the good run's at ALPHA; otherwise it is no change."""
+    return [
+        Change(j.index, "newest", runs[j.good].median, runs[j.index].median, j.noise, j.p)
+        for j in _judged(runs, first)
+        if j.p is not None
+    ]
+
+
+def provisional(runs: Sequence[RunFigures]) -> Change | None:
+    """The newest run's move that a confirming run would decide: its median past the noise
+    floor from the previous good run, as the newest-run test finds that run, whether or not
+    its repeats are apart (p is then 1.0); None when it did not move, is the level of the
+    last change seen again, or E-Divisive judges it already."""
+    if len(runs) < 2:
+        return None
+    judged = list(_judged(runs, _first_open(runs)))
+    if not judged or judged[-1].index != len(runs) - 1 or not judged[-1].past:
+        return None
+    last = judged[-1]
+    before, after = runs[last.good].median, runs[last.index].median
+    return Change(last.index, "newest", before, after, last.noise, last.p or 1.0)
+
+
+@dataclass(frozen=True)
+class _Judged:
+    index: int
+    good: int  # the previous good run
+    noise: float
+    past: bool  # the night's median past the floor, not at the last change's level
+    p: float | None  # Mann-Whitney's p when it is a change
+
+
+def _judged(runs: Sequence[RunFigures], first: int) -> Iterator[_Judged]:
     medians = np.array([run.median for run in runs], dtype=float)
-    found: list[Change] = []
+    last_change: int | None = None
     good = first - 1
     for index in range(max(first, 1), len(runs)):
         if good < 0:
             good = index
             continue
         noise = noise_floor(medians, good + 1)
-        p = _moved(runs[good], runs[index], noise)
+        run = runs[index]
+        past = _past(runs[good].median, run.median, noise)
+        if past and last_change is not None and _moved(runs[last_change], run, noise) is None:
+            past = False  # the last change's level, seen again
+        p = _moved(runs[good], run, noise) if past else None
+        if past and run.confirming:
+            p = _held(runs[good], run, noise)
+        yield _Judged(index, good, noise, past, p)
         if p is None:
             good = index
-            continue
-        if found and _moved(runs[found[-1].index], runs[index], noise) is None:
-            good = index
-            continue
-        found.append(Change(index, "newest", runs[good].median, runs[index].median, noise, p))
-    return found
+        else:
+            last_change = index
+
+
+def _past(base: float, new: float, noise: float) -> bool:
+    return base != 0 and abs(new / base - 1) > noise
 
 
 def _moved(base: RunFigures, new: RunFigures, noise: float) -> float | None:
     """Mann-Whitney U's p when `new` moved from `base` (its median past the noise floor, its
     repeats apart at ALPHA), else None."""
-    if base.median == 0 or abs(new.median / base.median - 1) <= noise:
+    if not _past(base.median, new.median, noise):
         return None
     if len(base.samples) < 2 or len(new.samples) < 2:
         return None
     p = mann_whitney_p(base.samples, new.samples)
     return p if p < ALPHA else None
+
+
+def _held(base: RunFigures, new: RunFigures, noise: float) -> float | None:
+    """Mann-Whitney U's p when the night's move still shows with its confirming repeats: the
+    pooled repeats' median past the floor on the night's side, and apart at ALPHA."""
+    pooled = [*new.samples, *new.confirming]
+    both = RunFigures(float(np.median(pooled)), pooled)
+    if (both.median > base.median) != (new.median > base.median):
+        return None
+    return _moved(base, both, noise)
 
 
 def retrospective_changes(runs: Sequence[RunFigures]) -> list[Change]:
@@ -133,5 +200,12 @@ def series_changes(runs: Sequence[RunFigures]) -> list[Change]:
     """The series' change points: E-Divisive over the runs it can judge, the newest-run test
     over the last CONFIRM_RUNS runs (those after the last E-Divisive point)."""
     settled = retrospective_changes(runs)
-    first_open = max(len(runs) - CONFIRM_RUNS, settled[-1].index + 1 if settled else 0)
-    return settled + newest_changes(runs, first_open)
+    return settled + newest_changes(runs, _first_open(runs, settled))
+
+
+def _first_open(runs: Sequence[RunFigures], settled: Sequence[Change] | None = None) -> int:
+    """The first run the newest-run test judges: the last CONFIRM_RUNS, after E-Divisive's
+    last change point."""
+    if settled is None:
+        settled = retrospective_changes(runs)
+    return max(len(runs) - CONFIRM_RUNS, settled[-1].index + 1 if settled else 0)

@@ -1,0 +1,56 @@
+"""The newest run's provisional move and its confirmation (numpy only): a move past the noise
+floor is provisional whether or not its repeats are apart; confirming repeats at the new
+level make it a change, at the old level they drop it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from harness.history.detection import RunFigures, newest_changes, provisional
+from harness.history.synthetic import runs_from_levels
+
+pytestmark = pytest.mark.unit
+
+
+def _flat_then(last: list[float]) -> list[RunFigures]:
+    """Twenty runs at 100 with 1% noise, then a run of the repeats `last`."""
+    runs = runs_from_levels(np.full(20, 100.0), np.random.default_rng(7))
+    return [*runs, RunFigures(float(np.median(last)), last)]
+
+
+def test_a_move_past_the_floor_is_provisional_also_when_its_repeats_overlap() -> None:
+    # The median 8% lower, one repeat among the old level's: Mann-Whitney cannot decide.
+    runs = _flat_then([92.0, 91.5, 92.5, 100.5, 92.2])
+    assert not any(c.index == 20 for c in newest_changes(runs, 17))
+    found = provisional(runs)
+    assert found is not None and found.index == 20 and found.p_value == 1.0
+    assert found.change == pytest.approx(92.2 / runs[19].median - 1)
+
+
+def test_a_flat_newest_run_is_not_provisional() -> None:
+    assert provisional(_flat_then([100.2, 99.5, 100.9, 99.8, 100.1])) is None
+    assert provisional(_flat_then([92.0])[-1:]) is None  # one run: nothing before it
+
+
+def test_confirming_repeats_at_the_new_level_make_the_change() -> None:
+    runs = _flat_then([92.0, 91.5, 92.5, 100.5, 92.2])
+    night = runs[-1]
+    confirmed = [*runs[:-1], dataclasses.replace(night, confirming=[91.8, 92.4, 92.1, 91.9, 92.6])]
+    (change,) = [c for c in newest_changes(confirmed, 17) if c.index == 20]
+    assert change.after == night.median  # the night's level: the point is the night's
+
+
+def test_confirming_repeats_at_the_old_level_drop_the_change() -> None:
+    runs = _flat_then([91.0, 91.5, 92.5, 90.5, 92.2])  # apart: the night alone flags it
+    assert any(c.index == 20 for c in newest_changes(runs, 17))
+    dropped = [
+        *runs[:-1],
+        dataclasses.replace(runs[-1], confirming=[99.8, 100.3, 100.1, 99.6, 100.4]),
+    ]
+    assert not any(c.index == 20 for c in newest_changes(dropped, 17))
+    # Confirming repeats on the other side of the good run do not make a change either.
+    other = [*runs[:-1], dataclasses.replace(runs[-1], confirming=[120.0] * 20)]
+    assert not any(c.index == 20 for c in newest_changes(other, 17))
