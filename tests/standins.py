@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.probes import collector
+from harness.probes.drivers import collector
 
 
 def stand_in_collectors(

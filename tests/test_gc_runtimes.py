@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.probes import registry
-from harness.probes.gc import GcProbe, is_go, merge, section_names
+from harness.probes.drivers.gc import GcProbe, is_go, merge, section_names
 from harness.probes.kind import RepeatContext
 from harness.probes.probe import ProbeSpec
 

@@ -29,7 +29,7 @@ from conftest import (
 from requirements import need
 
 from harness.base.owner import Owner
-from harness.probes.perfctl import PERF_PREFIX
+from harness.probes.drivers.perfctl import PERF_PREFIX
 from harness.run import abandoned
 from harness.run.cgroup import Hierarchy, find_hierarchy
 from harness.run.memlimit import human, parse_size

@@ -1,5 +1,5 @@
-"""perf's control FIFOs (harness/probes/perfctl.py) against a stand-in for perf: a child that
-answers each command on the ack FIFO as `perf --control fifo:CTL,ACK` does; and the
+"""perf's control FIFOs (harness/probes/drivers/perfctl.py) against a stand-in for perf: a
+child that answers each command on the ack FIFO as `perf --control fifo:CTL,ACK` does; and the
 clean-up when perf cannot be started."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import NoReturn
 import pytest
 
 from harness.base.owner import Owner
-from harness.probes import oncpu, perfctl, perfstat
-from harness.probes.perfctl import PerfControl
+from harness.probes.drivers import oncpu, perfctl, perfstat
+from harness.probes.drivers.perfctl import PerfControl
+from harness.probes.drivers.process import ProbeProcess
 from harness.probes.probe import ProbeSpec
-from harness.probes.process import ProbeProcess
 from harness.profiles.settings import ProfileSettings
 
 pytestmark = pytest.mark.unit

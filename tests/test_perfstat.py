@@ -1,4 +1,4 @@
-"""The perfstat probe (harness/probes/perfstat.py) with real perf against a child whose
+"""The perfstat probe (harness/probes/drivers/perfstat.py) with real perf against a child whose
 context switches are known: it sleeps SLEEPS times in the window, a voluntary switch each."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from requirements import need
 
 from harness.probes.availability import perf_problem
+from harness.probes.drivers.perfstat import HARDWARE, SOFTWARE, PerfStatProbe, event_support
 from harness.probes.kind import RepeatContext
 from harness.probes.kinds.perfstat import derive, recorded
-from harness.probes.perfstat import HARDWARE, SOFTWARE, PerfStatProbe, event_support
 from harness.probes.probe import ATTACH_TIMEOUT_S, ProbeSpec
 
 pytestmark = pytest.mark.bpf

@@ -18,8 +18,13 @@ from conftest import FIXTURES, run_harness, runs_dir, sleepy_log
 from requirements import need, root_problem, tool_problem
 
 from harness.base.stop import StopFlag
-from harness.probes.oncpu import perf_reason
-from harness.probes.perfrate import MAX_SAMPLE_RATE, check_frequency, kernel_max, used_frequency
+from harness.probes.drivers.oncpu import perf_reason
+from harness.probes.drivers.perfrate import (
+    MAX_SAMPLE_RATE,
+    check_frequency,
+    kernel_max,
+    used_frequency,
+)
 from harness.run.repeat import run_repeat
 from harness.run.resultcheck import result_problem
 from harness.runlock import RunLock

@@ -19,8 +19,10 @@ from harness.base.stop import StopFlag
 from harness.errors import BadInput
 from harness.format.notes import probe_notes
 from harness.paths import REPO_ROOT
-from harness.probes import btmaps, overhead, registry
-from harness.probes.bpftrace import failed_only_in_teardown, interrupt_until_exit
+from harness.probes import overhead, registry
+from harness.probes.drivers import btmaps
+from harness.probes.drivers.bpftrace import failed_only_in_teardown, interrupt_until_exit
+from harness.probes.drivers.process import ProbeProcess
 from harness.probes.kind import (
     DriverOptions,
     ProbeMetric,
@@ -33,7 +35,6 @@ from harness.probes.kinds import sched as sched_kind
 from harness.probes.log2 import hist_quantile
 from harness.probes.metrics import per_op_metrics
 from harness.probes.probe import ATTACH_TIMEOUT_S, ProbeResult, not_attached
-from harness.probes.process import ProbeProcess
 from harness.probes.record import cell_folder, with_repeat
 from harness.probes.spec import ProbeSpec, parse_probes
 from harness.report.data import probe_problems

@@ -21,7 +21,7 @@ from requirements import need
 from harness.errors import BadInput
 from harness.paths import REPO_ROOT
 from harness.probes.availability import perf_problem, privilege_problem
-from harness.probes.oncpu import OncpuProbe
+from harness.probes.drivers.oncpu import OncpuProbe
 from harness.probes.probe import ATTACH_TIMEOUT_S
 from harness.probes.spec import ProbeSpec
 from harness.profiles import folded, inferno

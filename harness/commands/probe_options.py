@@ -7,8 +7,8 @@ import os
 
 from harness.commands.parsing import positive_int
 from harness.errors import BadInput
+from harness.probes.drivers.perfrate import check_frequency
 from harness.probes.kinds import offwake, oncpu
-from harness.probes.perfrate import check_frequency
 from harness.probes.probe import ProbeSpec
 from harness.probes.registry import names as probe_names
 from harness.probes.spec import ALIAS_TEXT, parse_probes

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.base.stop import StopFlag
-from harness.probes.process import ProbeProcess
+from harness.probes.drivers.process import ProbeProcess
 
 ATTACH_TIMEOUT_S = 20.0  # loading and attaching; bpftrace compiles first
 FINISH_TIMEOUT_S = 30.0  # detaching, resolving stacks and writing the output

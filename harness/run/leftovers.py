@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.probes.perfctl import perf_prefix
+from harness.probes.drivers.perfctl import perf_prefix
 from harness.run.cgroup import Group, Hierarchy
 
 ENV_MARK = "HARNESS_OWNER"  # in every workload process: the owner token of its harness

@@ -15,10 +15,10 @@ from typing import Any
 
 from harness.base.stop import StopFlag
 from harness.base.writes import write_json_atomic
-from harness.probes import btmaps
 from harness.probes.availability import bpftrace_problem, tracefs_mounted
+from harness.probes.drivers import btmaps
+from harness.probes.drivers.process import ProbeProcess
 from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec, aborted, not_attached
-from harness.probes.process import ProbeProcess
 
 # bpftrace warns about this on every start under kernels that account BPF memory to cgroups
 # (>= 5.11), where the limit no longer matters.

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from harness.base.stop import StopFlag
 from harness.probes.availability import collector_binary, collector_problem
+from harness.probes.drivers.process import ProbeProcess
 from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec, aborted, not_attached
-from harness.probes.process import ProbeProcess
 
 UNAVAILABLE_PREFIX = "unavailable:"
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from harness.base.stop import StopFlag
 from harness.base.writes import write_json_atomic
-from harness.probes import jvmgc
-from harness.probes.collector import CollectorProbe
+from harness.probes.drivers import jvmgc
+from harness.probes.drivers.collector import CollectorProbe
 from harness.probes.probe import Probe, ProbeResult, ProbeSpec
 from harness.probes.totals import add
 

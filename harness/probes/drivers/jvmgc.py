@@ -1,8 +1,8 @@
-"""The `gc` probe's part for a JVM (probes/gc.py): bpf/jvmgc.bt.in on the JVM's own libjvm.so.
+"""The `gc` probe's part for a JVM (drivers/gc.py): bpf/jvmgc.bt.in on the JVM's own libjvm.so.
 
 The USDT probes are found by the path of the libjvm the JVM mapped, so the script is written
 per repeat (next to the probe's output) once /proc/PID/maps shows libjvm; then it runs as any
-bpftrace script (probes/bpftrace.py: SIGUSR1 at measure_start, SIGINT at measure_end). The
+bpftrace script (drivers/bpftrace.py: SIGUSR1 at measure_start, SIGINT at measure_end). The
 script prints one line per GC and per safepoint; the window's lines are summed here.
 """
 
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.paths import REPO_ROOT
-from harness.probes import btmaps
-from harness.probes.bpftrace import BpftraceProbe
+from harness.probes.drivers import btmaps
+from harness.probes.drivers.bpftrace import BpftraceProbe
+from harness.probes.drivers.process import ProbeProcess
 from harness.probes.probe import ProbeSpec
-from harness.probes.process import ProbeProcess
 
 TEMPLATE = REPO_ROOT / "bpf" / "jvmgc.bt.in"
 LIBJVM = "libjvm.so"

@@ -19,10 +19,10 @@ from typing import Any
 from harness.base.stop import StopFlag
 from harness.base.writes import write_atomic, write_json_atomic
 from harness.probes.availability import perf_problem, perf_user_only
-from harness.probes.perfctl import SIGINT_EXITS, PerfProcess
-from harness.probes.perfrate import used_frequency
+from harness.probes.drivers.perfctl import SIGINT_EXITS, PerfProcess
+from harness.probes.drivers.perfrate import used_frequency
+from harness.probes.drivers.process import ProbeProcess
 from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec, aborted
-from harness.probes.process import ProbeProcess
 from harness.profiles import folded, inferno
 from harness.profiles.settings import ProfileSettings
 

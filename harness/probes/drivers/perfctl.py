@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.base.owner import Owner
 from harness.base.stop import StopFlag
-from harness.probes.process import ProbeProcess
+from harness.probes.drivers.process import ProbeProcess
 
 PERF_PREFIX = "harness-perf-"
 ACK_TIMEOUT_S = 5.0  # for a command after perf has attached

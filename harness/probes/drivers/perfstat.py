@@ -24,7 +24,7 @@ from typing import Any
 from harness.base.stop import StopFlag
 from harness.base.writes import write_json_atomic
 from harness.probes.availability import perf_problem
-from harness.probes.perfctl import SIGINT_EXITS, PerfProcess
+from harness.probes.drivers.perfctl import SIGINT_EXITS, PerfProcess
 from harness.probes.probe import FINISH_TIMEOUT_S, ProbeResult, ProbeSpec, aborted
 
 HARDWARE = (

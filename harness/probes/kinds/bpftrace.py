@@ -1,5 +1,6 @@
 """`bt:PATH`: any bpftrace script, given the measured client's pid as $1; its window is the
-difference of the maps it prints at measure_start and at exit (driver: probes/bpftrace.py)."""
+difference of the maps it prints at measure_start and at exit (its driver:
+probes/drivers/bpftrace.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from rich.text import Text
 from harness.checks import PRIVILEGE_FIX, TRACEFS_FIX, Check
 from harness.format.numbers import human, is_time_metric
 from harness.probes import availability, terminal
-from harness.probes.bpftrace import BpftraceProbe
+from harness.probes.drivers.bpftrace import BpftraceProbe
 from harness.probes.kind import Data, DriverOptions, declare
 from harness.probes.probe import Probe, ProbeSpec
 

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from harness.format.numbers import DASH, human, percent
 from harness.probes import terminal
-from harness.probes.collector import CollectorProbe
+from harness.probes.drivers.collector import CollectorProbe
 from harness.probes.kind import Data, DriverOptions, FlameGraph, ProbeMetric, RepeatContext, declare
 from harness.probes.probe import Probe, ProbeSpec
 from harness.profiles import folded

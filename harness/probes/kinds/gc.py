@@ -1,7 +1,7 @@
 """`gc`: GC cycles and stop-the-world pauses of whatever runtime the measured processes run:
 Go programs through the libbpf collector bpf/build/gc (entry-only uprobes on the Go runtime;
 bpf/README.md), a JVM through HotSpot's USDT probes (bpf/jvmgc.bt.in with bpftrace). Both
-give the same per-process shape (driver: probes/gc.py). `jvmgc` is an alias (spec.py)."""
+give the same per-process shape (driver: probes/drivers/gc.py). `jvmgc` is an alias (spec.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.console import Console
 
 from harness.checks import PRIVILEGE_FIX, Check
 from harness.probes import availability, terminal
-from harness.probes.gc import GcProbe
+from harness.probes.drivers.gc import GcProbe
 from harness.probes.kind import Data, DriverOptions, ProbeMetric, RepeatContext, declare
 from harness.probes.log2 import hist_quantile
 from harness.probes.probe import Probe, ProbeSpec

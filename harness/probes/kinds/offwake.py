@@ -13,7 +13,7 @@ from rich.console import Console
 
 from harness.format.numbers import human
 from harness.probes import terminal
-from harness.probes.collector import CollectorProbe
+from harness.probes.drivers.collector import CollectorProbe
 from harness.probes.kind import Data, DriverOptions, FlameGraph, declare, totals_report
 from harness.probes.probe import Probe, ProbeSpec
 from harness.profiles.stacks import Stacks

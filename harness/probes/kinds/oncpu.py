@@ -1,5 +1,5 @@
 """`oncpu`: perf sampling of every process of the workload with call stacks (the driver is
-harness/probes/oncpu.py): flame graphs, top frames and the share of lock-related samples."""
+harness/probes/drivers/oncpu.py): flame graphs, top frames and the share of lock-related samples."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from rich.console import Console
 from harness.checks import PRIVILEGE_FIX, Check
 from harness.format.numbers import DASH, percent
 from harness.probes import availability, terminal
+from harness.probes.drivers.oncpu import OncpuProbe
 from harness.probes.kind import (
     Data,
     DriverOptions,
@@ -23,7 +24,6 @@ from harness.probes.kind import (
     collector_fields,
     declare,
 )
-from harness.probes.oncpu import OncpuProbe
 from harness.probes.probe import Probe, ProbeResult, ProbeSpec
 from harness.profiles import folded, inferno
 from harness.profiles.patterns import DEFAULT_MUTEX_PATTERNS

@@ -1,5 +1,5 @@
 """`perfstat`: `perf stat` counters of the workload's processes over the measured window,
-each per op (the driver is harness/probes/perfstat.py): JMH's perfnorm for any workload.
+each per op (the driver is harness/probes/drivers/perfstat.py): JMH's perfnorm for any workload.
 Hardware events need a PMU: on a VM without one they are `unavailable: PMU not available`
 and the software events still count."""
 
@@ -13,8 +13,8 @@ from rich.console import Console
 from harness.checks import PRIVILEGE_FIX, Check
 from harness.format.numbers import DASH, percent
 from harness.probes import availability, terminal
+from harness.probes.drivers.perfstat import EVENTS, PerfStatProbe, event_support
 from harness.probes.kind import Data, DriverOptions, ProbeMetric, RepeatContext, declare
-from harness.probes.perfstat import EVENTS, PerfStatProbe, event_support
 from harness.probes.probe import Probe, ProbeSpec
 
 NAME = "perfstat"
