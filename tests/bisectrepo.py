@@ -4,7 +4,9 @@ commits change the work it does per operation.
 The workload (`chew`) times a fixed count of operations (events, not wall-clock: its window
 ends when they are done, whatever --duration-s says), each spinning `work` loop iterations
 read from bench/work.txt. A commit that writes 10x the work into work.txt is a regression
-no busy machine hides; a commit that creates bench/BROKEN does not build."""
+no busy machine hides; a commit that creates bench/BROKEN does not build. Its build counts
+itself in $CARGO_TARGET_DIR/builds, as a cargo target folder keeps what was built, and says
+where it ran and its count in its log."""
 
 from __future__ import annotations
 
@@ -63,10 +65,16 @@ def main():
 main()
 """
 
-SUITE = """name = "chew"
+# Its build counts itself, as a cargo target folder keeps what was built (TOML's \" escapes).
+COUNT = r"\"$CARGO_TARGET_DIR/builds\""
+BUILD = (
+    rf"test ! -e BROKEN && chmod +x chew.py && mkdir -p \"$CARGO_TARGET_DIR\" && pwd >> {COUNT}"
+    rf" && echo \"built in $PWD: build $(wc -l < {COUNT})\""
+)
+SUITE = f"""name = "chew"
 description = "Spins a fixed count of operations, each of work.txt loop iterations"
 binary = "chew.py"
-build = "test ! -e BROKEN && chmod +x chew.py"
+build = "{BUILD}"
 """
 
 

@@ -93,6 +93,23 @@ def test_bisect_names_the_commit_that_adds_work_per_op(
     assert json.loads((folder / "bisect.json").read_text())["first_bad"] == hashes[5]
     assert not (folder / "worktrees").exists() and not (folder / "cache").exists()
     assert list((folder / "steps").glob("*.json"))
+    builds_reuse_two_slots(folder, doc)
+
+
+def builds_reuse_two_slots(folder: Path, doc: dict) -> None:
+    """Every build ran in one of two worktree paths, the good end's and the candidates', and
+    each candidate's build found the builds before it in its slot's target folder (the first
+    one a copy of the good end's): each rebuild can be incremental."""
+    counts: dict[str, list[int]] = {}
+    for one in doc["builds"]:
+        log = (folder / "logs" / f"build-{one['commit'][:12]}.log").read_text()
+        where, _, count = log.rpartition("built in ")[2].strip().partition(": build ")
+        assert where == str(folder / "worktrees" / one["slot"] / "bench"), log
+        counts.setdefault(one["slot"], []).append(int(count))
+    assert set(counts) == {"good", "candidate"}
+    assert counts["good"][0] == 1
+    assert counts["candidate"] == list(range(2, 2 + len(counts["candidate"])))
+    assert len(counts["candidate"]) == 1 + len(doc["steps"])  # the bad end's and the steps'
 
 
 def test_a_flat_range_has_no_regression(tmp_path: Path, harness_env: dict[str, str]) -> None:

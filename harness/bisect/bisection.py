@@ -1,9 +1,11 @@
 """`harness bisect`: the first commit of a range whose build is worse than the good end's.
 
-Each tested commit is built in a worktree of its own (builds.py) and measured against the
-good end's build interleaved and paired by round (duet.py); search.py decides and picks the
-next commit. The bisection's folder (<results>/bisect/<id>/) keeps bisect.json, each step's
-rounds (steps/) and the build logs; its worktrees and caches go at the end."""
+The good end is built in one slot (a worktree at a fixed path, worktrees.py) and every
+tested commit in another, one after another, so that each rebuild is incremental
+(builds.py); each is measured against the good end's build interleaved and paired by round
+(duet.py); search.py decides and picks the next commit. The bisection's folder
+(<results>/bisect/<id>/) keeps bisect.json, each step's rounds (steps/) and the build logs;
+its worktrees and caches go at the end."""
 
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ Say = Callable[[str], None]
 # graph), from runs of both builds with the profiles; given the builds, the cell and the
 # folder to write in (harness/commands/bisect.py makes them with `harness run`'s machinery).
 Explain = Callable[[Suite, Suite, Cell, Path], tuple[str | None, Path | None]]
+REFERENCE = "good"  # the slot of the good end's build, every step's reference
+CANDIDATE = "candidate"  # the slot of the bad end's, then each step's
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,8 @@ class Bisection:
         self.request = request
         self.say = say
         self.explain = explain
-        # The builds still needed: the good end's (every step's reference), and those of the
-        # last good and the first bad commit known so far (for the explanation).
-        self.kept: dict[str, Suite] = {}
+        # The commit whose build each slot holds, and that build's suite.
+        self.slots: dict[str, tuple[str, Suite]] = {}
         self.steps: list[dict[str, Any]] = []
         self.doc: dict[str, Any] = {
             "first_bad": None,
@@ -81,6 +84,8 @@ class Bisection:
             "diff_flamegraph": None,
         }
         self.step_seconds: list[float] = []
+        self.builds: list[dict[str, Any]] = []
+        self.doc["builds"] = self.builds
 
     def run(self, commits: list[str]) -> dict[str, Any]:
         request = self.request
@@ -108,14 +113,31 @@ class Bisection:
             (workspace.folder / "bisect.json").write_text(json.dumps(self.doc, indent=2) + "\n")
         return self.doc
 
-    def _build(self, commit: str) -> Build:
+    def _build(self, commit: str, slot: str) -> Build:
         info = gitrepo.commit_info(self.request.target.repo, commit)
         self.say(f"bisect: building {info.short} {info.subject[:60]}")
-        return build(self.workspace, self.request.target, commit, self.stop)
+        self.slots.pop(slot, None)
+        done = build(self.workspace, self.request.target, commit, self.stop, slot)
+        if done.suite is not None:
+            self.slots[slot] = (commit, done.suite)
+            self.say(f"bisect: built {info.short} in {duration(done.seconds or 0.0)}")
+            self.builds.append({"commit": commit, "slot": slot,
+                                "seconds": round(done.seconds or 0.0, 1)})  # fmt: skip
+        return done
+
+    def _built(self, commit: str, slot: str) -> Suite:
+        """The build of `commit` in `slot`, built again there unless it is the slot's."""
+        held = self.slots.get(slot)
+        if held is not None and held[0] == commit:
+            return held[1]
+        done = self._build(commit, slot)
+        if done.suite is None:
+            raise HarnessError(f"{commit[:12]} did not build again: {done.reason}")
+        return done.suite
 
     def _bisect(self, commits: list[str]) -> None:
         request = self.request
-        good_build = self._build(request.good)
+        good_build = self._build(request.good, REFERENCE)
         if good_build.suite is None:
             raise HarnessError(
                 f"the good end {request.good[:12]} does not build: {good_build.reason}"
@@ -124,7 +146,7 @@ class Bisection:
         description = describe(reference)
         (cell,) = cells.cells(reference, description, request.choice, default_one=True)
         self.metric, self.better = cells.metric(description, request.choice.metric)
-        bad_build = self._build(request.bad)
+        bad_build = self._build(request.bad, CANDIDATE)
         if bad_build.suite is None:
             raise HarnessError(f"the bad end {request.bad[:12]} does not build: {bad_build.reason}")
         cells.check_other(describe(bad_build.suite), [cell], "bad end's")
@@ -153,8 +175,6 @@ class Bisection:
                 f"{request.good[:12]} in {self.metric} ({ratio_text(figures)})"
             )
             return
-        self.kept = {"good": reference, "bad": bad_build.suite}
-        self.known = {"good": request.good, "bad": request.bad}
         effect = search.worse(float(figures["ratio"]), self.better)
         self.measured: dict[str, dict[str, Any]] = {request.bad: figures}
         outcome = search.search(
@@ -179,34 +199,28 @@ class Bisection:
             raise Interrupted
         started = time.monotonic()
         info = gitrepo.commit_info(self.request.target.repo, commit)
-        built = self._build(commit)
+        built = self._build(commit, CANDIDATE)
         record: dict[str, Any] = {"commit": commit, "verdict": search.SKIP, "ratio": None,
-                                  "low": None, "high": None, "rounds": 0}  # fmt: skip
+                                  "low": None, "high": None, "rounds": 0,
+                                  "build_s": round(built.seconds or 0.0, 1)}  # fmt: skip
+        if built.suite is None:
+            self.say(f"bisect: step {k} of ~{about}: {info.short} skipped: {built.reason}")
+            record["reason"] = built.reason
+            self.steps.append(record)
+            return search.SKIP
         try:
-            if built.suite is None:
-                self.say(f"bisect: step {k} of ~{about}: {info.short} skipped: {built.reason}")
-                record["reason"] = built.reason
-                self.steps.append(record)
-                return search.SKIP
-            verdict = search.UNDECIDED
-            try:
-                duet = self._duet(reference, built.suite, cell, commit, f"step{k}")
+            duet = self._duet(reference, built.suite, cell, commit, f"step{k}")
+            verdict = search.step_verdict(duet.figures(), self.better, effect)
+            while verdict == search.UNDECIDED and duet.rounds < self.request.max_rounds:
+                self._more(reference, built.suite, duet)
                 verdict = search.step_verdict(duet.figures(), self.better, effect)
-                while verdict == search.UNDECIDED and duet.rounds < self.request.max_rounds:
-                    self._more(reference, built.suite, duet)
-                    verdict = search.step_verdict(duet.figures(), self.better, effect)
-            except SideFailed as err:
-                if err.side == "A":
-                    raise HarnessError(f"the good end's build {err}") from err
-                self.say(f"bisect: step {k} of ~{about}: {info.short} skipped: {err}")
-                record["reason"] = str(err)
-                self.steps.append(record)
-                return search.SKIP
-        finally:
-            if built.suite is None or verdict not in (search.GOOD, search.BAD):
-                self.workspace.remove(self.workspace.worktrees / commit[:12])
-        if verdict in (search.GOOD, search.BAD):
-            self._keep(verdict, commit, built.suite)
+        except SideFailed as err:
+            if err.side == "A":
+                raise HarnessError(f"the good end's build {err}") from err
+            self.say(f"bisect: step {k} of ~{about}: {info.short} skipped: {err}")
+            record["reason"] = str(err)
+            self.steps.append(record)
+            return search.SKIP
         figures = duet.figures()
         self.measured[commit] = figures
         record.update(verdict=verdict, rounds=duet.rounds, **_ends(figures))
@@ -219,15 +233,6 @@ class Bisection:
             f"{ratio_text(figures)} over {duet.rounds} rounds -> {verdict}{eta}"
         )
         return verdict
-
-    def _keep(self, verdict: str, commit: str, suite: Suite) -> None:
-        """The build of the newest good (bad) commit is kept; the one it replaces goes,
-        unless it is the good end's, every step's reference."""
-        before = self.known[verdict]
-        if before != self.request.good:
-            self.workspace.remove(self.workspace.worktrees / before[:12])
-        self.known[verdict] = commit
-        self.kept[verdict] = suite
 
     def _finish(self, commits: list[str], outcome: search.Outcome) -> None:
         request = self.request
@@ -259,8 +264,13 @@ class Bisection:
             self.say(
                 f"bisect: explaining: runs of {last_good[:12]} and {first_bad[:12]} with profiles"
             )
+            # The last good commit's build goes in the good end's slot, no longer needed as a
+            # reference, and the first bad's in the candidate slot (each is there already when
+            # it was the last built there; else it is built again, incrementally).
+            good_suite = self._built(last_good, REFERENCE)
+            bad_suite = self._built(first_bad, CANDIDATE)
             finding, graph = self.explain(
-                self.kept["good"], self.kept["bad"], self.cell, self.workspace.folder / "why"
+                good_suite, bad_suite, self.cell, self.workspace.folder / "why"
             )
             self.doc["finding"] = finding
             self.doc["diff_flamegraph"] = str(graph) if graph is not None else None

@@ -1,6 +1,8 @@
 """`harness run TARGET --rev A --rev B`: is B faster than A? Both revisions' builds of the same
 cells, measured interleaved and paired by round (duet.py), and one table of B against A.
-The folder <results>/revs/<id>/ keeps revs.json and the build logs; the worktrees go."""
+A and B are built in two slots (worktrees at fixed paths, builds.py), B's starting from A's
+build folder. The folder <results>/revs/<id>/ keeps revs.json and the build logs; the
+worktrees go."""
 
 from __future__ import annotations
 
@@ -56,12 +58,13 @@ def compare_revs(request: Request, hashes: tuple[str, str], say: Say) -> dict[st
         with stop_on_signals() as stop:
             try:
                 built = []
-                for commit in hashes:
+                for commit, slot in zip(hashes, ("a", "b"), strict=True):
                     info = gitrepo.commit_info(request.target.repo, commit)
                     say(f"harness: building {info.short} {info.subject[:60]}")
-                    one = build(workspace, request.target, commit, stop)
+                    one = build(workspace, request.target, commit, stop, slot)
                     if one.suite is None:
                         raise HarnessError(f"{commit[:12]} does not build: {one.reason}")
+                    say(f"harness: built {info.short} in {duration(one.seconds or 0.0)}")
                     built.append(one.suite)
                 a, b = built
                 description = describe(a)

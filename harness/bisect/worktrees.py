@@ -1,16 +1,19 @@
 """A bisection's folder under results/ and the git worktrees in it.
 
 `<results>/<kind>/<id>/` holds owner.json (the harness process and the repository),
-worktrees/<commit> (one `git worktree add --detach` each: never the user's working tree,
-index, branch or HEAD), cache/ (the build caches the worktrees share) and logs/. The
-worktrees and the cache go at the end, also after Ctrl-C; after a SIGKILL the next
-bisection or `run --rev` finds the folder's owner gone and removes them (reclaim), as an
-abandoned run's scratch files are."""
+worktrees/<slot> (a `git worktree add --detach` each: never the user's working tree, index,
+branch or HEAD), cache/ (the slots' build caches) and logs/. A slot is a fixed path that
+the commits it builds are checked out in one after another (`git checkout --detach` inside
+it), so that a build keyed on paths and modification times (cargo's fingerprints, Go's
+build cache) redoes only what the new commit changed. The worktrees and the cache go at the
+end, also after Ctrl-C; after a SIGKILL the next bisection or `run --rev` finds the
+folder's owner gone and removes them (reclaim), as an abandoned run's scratch files are."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -20,6 +23,7 @@ from harness.bisect import gitrepo
 
 OWNER_FILE = "owner.json"
 KINDS = ("bisect", "revs")
+SLOT = re.compile(r"[a-z][a-z0-9-]{0,31}")
 
 
 class Workspace:
@@ -47,17 +51,21 @@ class Workspace:
         self.logs = folder / "logs"
         for sub in (self.worktrees, self.cache, self.logs):
             sub.mkdir()
+        # Per slot, the files its last build copied into its worktree (builds.py).
+        self.copied: dict[str, list[Path]] = {}
 
-    def add(self, commit: str) -> Path:
-        """A new worktree of `commit`, detached."""
-        path = self.worktrees / commit[:12]
+    def checkout(self, slot: str, commit: str) -> Path:
+        """Slot `slot`'s worktree, `commit` checked out in it, detached: added the first time,
+        then `git checkout --detach --force` in it, which rewrites only the files that differ
+        (the others keep their modification times, and the builds their outputs)."""
+        if not SLOT.fullmatch(slot):
+            raise ValueError(f"not a slot name: {slot!r}")
+        path = self.worktrees / slot
         if path.exists():
-            return path
-        gitrepo.git(self.repo, "worktree", "add", "--detach", "--quiet", str(path), commit)
+            gitrepo.git(path, "checkout", "--detach", "--force", "--quiet", commit)
+        else:
+            gitrepo.git(self.repo, "worktree", "add", "--detach", "--quiet", str(path), commit)
         return path
-
-    def remove(self, path: Path) -> None:
-        _remove_worktree(self.repo, path)
 
     def close(self) -> None:
         """Every worktree and the caches go; the logs and measurements stay."""
