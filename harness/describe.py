@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness import needs
 from harness.charts.workload import CHARTS, PlotSpec, Series
 from harness.errors import BadInput, HarnessError
-from harness.run import needs
 from harness.suites import Suite
 
 ParamValue = int | float | bool | str
@@ -172,7 +172,7 @@ class Description:
     params: dict[str, ParamSpec]
     metrics: tuple[dict[str, Any], ...]
     plots: tuple[PlotSpec, ...] = ()
-    needs: dict[str, ast.Expression] = field(default_factory=dict)  # harness/run/needs.py
+    needs: dict[str, ast.Expression] = field(default_factory=dict)  # harness/needs.py
     contract_version: int = 1
 
     @property

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness import needs
 from harness.errors import BadInput
-from harness.run import needs
 from harness.run.memlimit import ENV, human, repeat_limit
 
 if TYPE_CHECKING:  # the plan checks its cells with check_cells
