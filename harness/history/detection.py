@@ -76,9 +76,22 @@ def noise_floor(medians: NDArray[np.float64], end: int) -> float:
 def floor_of_changes(changes: NDArray[np.float64]) -> NDArray[np.float64]:
     """max(MIN_NOISE, Q3 + 3 x IQR) of absolute run-to-run relative changes, along the last
     axis (one floor per row: harness/history/power.py judges many simulated series at once)."""
-    q1, q3 = np.percentile(changes, [25, 75], axis=-1)
+    ordered = np.sort(changes, axis=-1)
+    q1, q3 = _quantile(ordered, 0.25), _quantile(ordered, 0.75)
     floor: NDArray[np.float64] = np.maximum(MIN_NOISE, q3 + 3 * (q3 - q1))
     return floor
+
+
+def _quantile(ordered: NDArray[np.float64], q: float) -> NDArray[np.float64]:
+    """np.percentile's (linear) quantile of rows already sorted: np.percentile along an
+    axis partitions each row again, 30 times slower on a thousand rows of 30."""
+    position = q * (ordered.shape[-1] - 1)
+    low = int(np.floor(position))
+    high = min(low + 1, ordered.shape[-1] - 1)
+    value: NDArray[np.float64] = ordered[..., low] + (position - low) * (
+        ordered[..., high] - ordered[..., low]
+    )
+    return value
 
 
 def newest_changes(runs: Sequence[RunFigures], first: int) -> list[Change]:
