@@ -16,12 +16,10 @@ from harness.commands.parsing import (
     pid,
     positive_float,
 )
-from harness.commands.probe_options import KERNEL_STACKS_HELP
+from harness.commands.probe_options import KERNEL_STACKS_HELP, add_probes_option
 from harness.errors import BadInput
 from harness.probes import live, report
-from harness.probes.registry import names as probe_names
-from harness.probes.spec import ALIAS_TEXT, parse_probes
-from harness.probes.spec import VALID as VALID_PROBES
+from harness.probes.spec import parse_probes
 from harness.profiles.settings import ProfileSettings
 
 
@@ -51,13 +49,7 @@ def add_parser(commands: Commands) -> None:
         metavar="PID",
         help="a process to probe; repeat for several",
     )
-    p.add_argument(
-        "--probes",
-        default="all",
-        metavar="LIST",
-        help=f"comma-separated probes: {VALID_PROBES} (default: all = "
-        f"{','.join(probe_names())}; {ALIAS_TEXT})",
-    )
+    add_probes_option(p, recorded=False)
     p.add_argument(
         "--duration-s",
         type=positive_float,

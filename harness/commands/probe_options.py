@@ -1,4 +1,5 @@
-"""The probe and profile options of `run` and `bench`, and the settings they make."""
+"""The probe and profile options of `run` and `bench` (`--probes` and `--kernel-stacks` of
+`harness probe` too), and the settings they make."""
 
 from __future__ import annotations
 
@@ -24,15 +25,28 @@ KERNEL_STACKS_HELP = (
     "only, with the blocked thread's state; bpf/README.md)"
 )
 
-PROBES_HELP = (
-    f"comma-separated probes: {VALID_PROBES} (default: $HARNESS_PROBES, else all = "
-    f"{','.join(probe_names())}; {ALIAS_TEXT}; a probe that cannot run here is "
-    "recorded as unavailable, with the reason)"
-)
+
+def add_probes_option(parser: argparse.ArgumentParser, *, recorded: bool) -> None:
+    """--probes LIST. For a run's repeats (`recorded`: run and bench) its default is
+    $HARNESS_PROBES, else all, read by probe_specs, and a probe that cannot run is recorded
+    as unavailable; for `harness probe` it is all."""
+    default = "$HARNESS_PROBES, else all" if recorded else "all"
+    unavailable = (
+        "; a probe that cannot run here is recorded as unavailable, with the reason"
+        if recorded
+        else ""
+    )
+    parser.add_argument(
+        "--probes",
+        default=None if recorded else "all",
+        metavar="LIST",
+        help=f"comma-separated probes: {VALID_PROBES} (default: {default} = "
+        f"{','.join(probe_names())}; {ALIAS_TEXT}{unavailable})",
+    )
 
 
 def add_probe_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--probes", metavar="LIST", help=PROBES_HELP)
+    add_probes_option(parser, recorded=True)
     parser.add_argument(
         "--perf-frequency",
         type=positive_int,
