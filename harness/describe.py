@@ -234,13 +234,24 @@ def run_binary(suite: Suite, args: Sequence[str], command: str) -> subprocess.Co
 
 def describe(suite: Suite) -> Description:
     """Run `<bin> describe` and check its output against the contract."""
+    return read_description(suite, describe_output(suite))
+
+
+def describe_output(suite: Suite) -> str:
+    """What `<bin> describe` prints; DescribeError when it fails."""
     command = f"`{suite.binary} describe`"
     done = run_binary(suite, ["describe"], command)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message on stderr"])[-1]
         raise DescribeError(f"{command} exited with code {done.returncode}: {last}")
+    return done.stdout
+
+
+def read_description(suite: Suite, output: str) -> Description:
+    """The output of the suite's describe, checked against the contract."""
+    command = f"`{suite.binary} describe`"
     try:
-        data = json.loads(done.stdout)
+        data = json.loads(output)
     except json.JSONDecodeError as err:
         raise DescribeError(f"{command} printed invalid JSON: {err}") from err
     try:

@@ -155,3 +155,13 @@ def git_info(repo: Path) -> dict[str, Any]:
     commit = head.stdout.strip() if head and head.returncode == 0 else None
     dirty = bool(status.stdout.strip()) if status and status.returncode == 0 else None
     return {"commit": commit or None, "dirty": dirty}
+
+
+def suite_source(folder: Path) -> dict[str, Any]:
+    """{folder, commit, dirty}: the suite's folder and git_info of the git working tree it is
+    in (found by its .git, so that a repository of another owner is trusted at its root);
+    commit and dirty None outside one."""
+    folder = folder.resolve()
+    root = next((p for p in (folder, *folder.parents) if (p / ".git").exists()), None)
+    checkout = git_info(root) if root is not None else {"commit": None, "dirty": None}
+    return {"folder": str(folder), **checkout}

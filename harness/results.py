@@ -40,6 +40,7 @@ from harness.rundoc.model import (
     Ratios,
     RunDoc,
     Status,
+    SuiteSource,
     Summary,
 )
 
@@ -102,8 +103,10 @@ class RunRecord:
         git: Mapping[str, Any],
         host: Mapping[str, Any],
         command: Sequence[str],
+        suite_source: Mapping[str, Any] | None = None,
     ) -> RunRecord:
         checkout = Git.model_validate(git)
+        source = SuiteSource.model_validate(suite_source) if suite_source is not None else None
         machine = Host.model_validate(host)
         metrics = [_metric(m) for m in plan.metrics()]
         run_id, run_dir = make_run_dir(out_dir, checkout.commit)
@@ -122,6 +125,7 @@ class RunRecord:
             started_at=utc_now(),
             finished_at=None,
             git=checkout,
+            suite_source=source,
             host=machine,
             config=config,
             metrics=metrics,

@@ -9,7 +9,8 @@ from typing import Any
 from harness.catalog import NOT_BUILT, find_suites, unmet_requirements
 from harness.commands import consoles
 from harness.commands.parsing import FORMATTER, Commands, help_text
-from harness.describe import DescribeError, Description, describe
+from harness.describe import DescribeError, Description
+from harness.describe_cache import describe_cached
 from harness.listing import print_suites, suite_entry
 from harness.paths import suites_path, workloads_root
 
@@ -46,7 +47,7 @@ def handle(args: argparse.Namespace) -> int:
         problem = unmet_requirements(suite) or (None if suite.built else NOT_BUILT)
         if problem is None:
             try:
-                description = describe(suite)
+                description = describe_cached(suite)
             except DescribeError as err:
                 problem = f"describe failed: {err}"
         entries.append(suite_entry(suite, description, problem))

@@ -18,7 +18,7 @@ from harness.base.writes import WriteFailed, write_failed
 from harness.commands import consoles
 from harness.commands.parsing import EXIT_INTERRUPTED
 from harness.errors import BadInput
-from harness.hostinfo import collect_host, git_info
+from harness.hostinfo import collect_host, git_info, suite_source
 from harness.paths import REPO_ROOT
 from harness.report import mechanism, write_all
 from harness.results import RunRecord
@@ -67,7 +67,12 @@ def run_plan(
         confinement = open_confinement(out_dir, workload_binaries(plan.suite.binary))
         try:
             record = RunRecord.create(
-                out_dir, plan, git=git_info(REPO_ROOT), host=collect_host(), command=command
+                out_dir,
+                plan,
+                git=git_info(REPO_ROOT),
+                host=collect_host(),
+                command=command,
+                suite_source=suite_source(plan.suite.folder),
             )
             record.set_owner(confinement.owner)
             confinement.watch(record.run_dir)

@@ -62,6 +62,18 @@ class Git(Record):
     """Tracked or untracked (not ignored) files differ from HEAD; null when unknown."""
 
 
+class SuiteSource(Record):
+    """The suite's folder and the checkout it is in: for a suite of another repository, the
+    commit that was measured (`git` is the harness's own)."""
+
+    folder: str
+    """The suite's folder, absolute."""
+    commit: str | None
+    """HEAD's full hash of the git working tree the folder is in; null outside one."""
+    dirty: bool | None
+    """Files of that working tree differ from HEAD; null when unknown."""
+
+
 class Host(Record):
     """Facts of the machine that move benchmark figures (null: could not be read)."""
 
@@ -527,6 +539,8 @@ class RunDoc(Record):
     """UTC, ISO 8601; null while running; for an abandoned run, when its harness last wrote
     run.json."""
     git: Git
+    suite_source: Absent[SuiteSource] = None
+    """The suite's folder and its checkout (absent in runs of older harnesses)."""
     host: Host
     config: Config
     metrics: list[Metric]
