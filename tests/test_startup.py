@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
 
-from harness import cli
+from harness import cli, describe_cache
 
 pytestmark = pytest.mark.unit
 
@@ -56,3 +58,17 @@ def test_a_command_line_without_a_verb_imports_no_verb(args: list[str]) -> None:
 
 def _verb_modules() -> set[str]:
     return {f"harness.commands.{verb}" for verb in cli.VERBS}
+
+
+def test_a_list_of_described_suites_imports_no_heavy_library(
+    tmp_path: Path, harness_env: dict[str, str]
+) -> None:
+    workloads = tmp_path / "workloads"
+    workloads.mkdir()
+    (workloads / "sleepy").symlink_to(FIXTURES / "sleepy")
+    env = {**harness_env, "HARNESS_WORKLOADS": str(workloads)}
+    first = imported_after(["list"], env)  # describes sleepy and keeps it
+    assert list(describe_cache.cache_folder().iterdir())
+    again = imported_after(["list"], env)
+    assert "harness.commands.list" in again
+    assert not heavy(first) and not heavy(again)
