@@ -5,12 +5,13 @@ series_power reads an imported history."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-from historyruns import write_night
+from historyruns import harness, write_night
 
 from harness.history import events, importer, power
 from harness.history.db import connect
@@ -158,3 +159,34 @@ def test_series_power_reads_the_imported_history(tmp_path: Path) -> None:
         assert item.min_detectable == power.MinDetectable(
             min_detectable(item.noise, 5, 1), min_detectable(item.noise, 5, 3)
         )
+
+
+def test_history_power_prints_a_table_and_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # a row a line
+    rng = np.random.default_rng(4)
+    levels = {("none", 64): 1000.0, ("tokio", 64): 900.0}
+    dirs = [str(write_night(tmp_path / "runs", n, levels, rng)) for n in range(3)]
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    code, _, err = harness(["history", "import", "--db", url, *dirs], capsys)
+    assert code == 0, err
+    code, out, err = harness(["history", "power", "--db", url, "--json"], capsys)
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["strategy"] for r in rows] == ["none", "tokio"]
+    first = rows[0]
+    assert set(first) >= {"suite", "strategy", "scenario", "params", "metric", "runs", "noise"}
+    assert first["params"] == {"concurrency": "64"} and first["runs"] == 3
+    within = first["noise"]["within"]
+    night = first["min_detectable"]["night"]
+    assert 0.003 < within < 0.03 and within < night < 0.5  # fractions, not percents
+    code, out, err = harness(["history", "power", "--db", url, "--suite", "timers"], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert any(line.split()[:4] == ["strategy", "scenario", "params", "metric"] for line in lines)
+    row = next(line for line in lines if line.split()[:1] == ["tokio"])
+    assert row.split()[1:6] == ["steady", "concurrency=64", "ops_per_sec", "3", "5"]
+    assert f"{100 * night:.1f}%" in next(line for line in lines if line.split()[:1] == ["none"])
+    code, out, err = harness(["history", "power", "--db", url, "--suite", "nope"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "'nope'" in err

@@ -28,6 +28,7 @@ def add_parser(commands: Commands) -> None:
               harness history regressions --json         for cron and CI (exit 1: open ones)
               harness history ack 3 --reason "timer wheel traded latency for throughput"
               harness history export --format csv > points.csv
+              harness history power --suite timers       the change each series can show
               HARNESS_DB=postgresql+psycopg://bench@db/harness harness history import
             """),
     )
