@@ -78,6 +78,7 @@ def _write(conn: Connection, doc: RunDoc, run_dir: Path, digest: str) -> Importe
         "machine_id": machine_id,
         "git_commit": doc.git.commit,
         "git_dirty": doc.git.dirty,
+        **_suite_source(doc),
         "started_at": doc.started_at,
         "finished_at": doc.finished_at,
         "status": doc.status,
@@ -109,6 +110,15 @@ def _write(conn: Connection, doc: RunDoc, run_dir: Path, digest: str) -> Importe
     _write_points(conn, doc, machine_id, run_pk)
     _write_artifacts(conn, doc, run_dir, run_pk)
     return Imported(doc.run_id, outcome, machine_id, doc.suite)
+
+
+def _suite_source(doc: RunDoc) -> dict[str, Any]:
+    source = doc.suite_source
+    return {
+        "suite_folder": source.folder if source else None,
+        "suite_commit": source.commit if source else None,
+        "suite_dirty": source.dirty if source else None,
+    }
 
 
 def probes_missing(doc: RunDoc) -> dict[str, str]:

@@ -77,6 +77,11 @@ runs = Table(
     Column("machine_id", Integer, ForeignKey("machines.id"), nullable=False),
     Column("git_commit", String(64)),
     Column("git_dirty", Boolean),
+    # run.json's suite_source: the suite's folder and the commit of its checkout, which a
+    # bisection between two runs takes (null in runs of older harnesses).
+    Column("suite_folder", Text),
+    Column("suite_commit", String(64)),
+    Column("suite_dirty", Boolean),
     Column("started_at", String(32), nullable=False),
     Column("finished_at", String(32)),
     Column("status", String(16), nullable=False),
