@@ -56,6 +56,15 @@ def test_a_command_line_without_a_verb_imports_no_verb(args: list[str]) -> None:
     assert "rich" not in modules
 
 
+@pytest.mark.parametrize(
+    "args", [["run", "--help"], ["run"], ["run", "sleepy", "--repeat", "0"], ["list", "--help"]]
+)
+def test_a_verbs_help_and_usage_errors_import_no_heavy_library(args: list[str]) -> None:
+    modules = imported_after(args)
+    assert f"harness.commands.{args[0]}" in modules
+    assert not heavy(modules)
+
+
 def _verb_modules() -> set[str]:
     return {f"harness.commands.{verb}" for verb in cli.VERBS}
 

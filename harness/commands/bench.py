@@ -10,9 +10,16 @@ from pathlib import Path
 
 from harness.catalog import choose, require_built, unmet_requirements
 from harness.commands import consoles
-from harness.commands.parsing import EXIT_CODES, FORMATTER, Commands, help_text, names
+from harness.commands.parsing import (
+    EXIT_CODES,
+    FORMATTER,
+    Commands,
+    add_wide_option,
+    help_text,
+    names,
+)
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
-from harness.commands.runs import add_wide_option, deadline_slack_s, run_plan, status_exit
+from harness.commands.runs import deadline_slack_s, run_plan, status_exit
 from harness.cpuset import auto_split, online_cpus
 from harness.describe import describe
 from harness.errors import BadInput

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from harness import compare
 from harness.commands import consoles
-from harness.commands.parsing import FORMATTER, Commands, help_text
-from harness.commands.runs import add_wide_option
+from harness.commands.parsing import FORMATTER, Commands, add_wide_option, help_text
 
 
 def add_parser(commands: Commands) -> None:

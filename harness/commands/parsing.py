@@ -63,6 +63,17 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"harness: error: {message} (see `{self.prog} --help`)\n")
 
 
+def add_wide_option(parser: argparse.ArgumentParser) -> None:
+    """--wide, of the verbs that print a run's table (run, bench, compare)."""
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="print every metric column and every note: by default the table fits the "
+        "terminal ($COLUMNS) with a line a row, the headline metrics and the per-op figures "
+        "that fit, and names the columns left out (report.html and run.json have them all)",
+    )
+
+
 def help_text(text: str) -> str:
     return textwrap.dedent(text).strip() + "\n"
 

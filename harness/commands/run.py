@@ -15,6 +15,7 @@ from harness.commands.parsing import (
     FORMATTER,
     Commands,
     Parser,
+    add_wide_option,
     help_text,
     names,
     non_negative_float,
@@ -24,16 +25,12 @@ from harness.commands.parsing import (
     positive_int,
 )
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
-from harness.commands.runs import add_wide_option, deadline_slack_s, run_plan, status_exit
 from harness.cpuset import online_cpus, parse_cpuset, roles_of
 from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
 from harness.run.bounds import MAX_CELLS, MAX_REPEATS, MAX_STEPS
-from harness.run.estimate import learn_startup
 from harness.run.plan import ORDERS, build_plan
-from harness.run.preflight import preflight
-from harness.rundoc import jsonfile
 from harness.runlock import RunLock
 
 
@@ -215,6 +212,12 @@ def handle(args: argparse.Namespace) -> int:
         raise BadInput("--probe-overhead needs probes to measure, and --probes is none")
     sweep = param_sweep(args.param)
     out_dir: Path = args.out or results_root() / "runs"
+    # What runs the plan (numpy, pydantic): `run --help` and a usage error go without.
+    from harness.commands.runs import deadline_slack_s, run_plan, status_exit
+    from harness.run.estimate import learn_startup
+    from harness.run.preflight import preflight
+    from harness.rundoc import jsonfile
+
     slack_s = deadline_slack_s()
     description = describe(suite)
     plan = build_plan(

@@ -3,7 +3,6 @@ handlers, printing its table and reports, and the exit code of its status."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -42,16 +41,6 @@ def deadline_slack_s() -> float:
     if not value > 0:
         raise BadInput(f"HARNESS_DEADLINE_SLACK_S must be a number of seconds > 0, got {text!r}")
     return value
-
-
-def add_wide_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--wide",
-        action="store_true",
-        help="print every metric column and every note: by default the table fits the "
-        "terminal ($COLUMNS) with a line a row, the headline metrics and the per-op figures "
-        "that fit, and names the columns left out (report.html and run.json have them all)",
-    )
 
 
 def run_plan(
