@@ -27,9 +27,7 @@ step is; before it stand NOISE_RUNS + 1 runs.
 
 from __future__ import annotations
 
-import json
 import math
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -37,12 +35,11 @@ from functools import cache
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import stdtrit
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from harness.history.detection import ALPHA, CONFIRM_RUNS, NOISE_RUNS, floor_of_changes
 from harness.history.edivisive import MAX_P
-from harness.history.events import MEASURED
-from harness.history.schema import machines, points, runs, samples, series
+from harness.history.recorded import recorded_series
 from harness.stats import mann_whitney_p
 
 POWER = 0.8
@@ -108,53 +105,24 @@ def noise_of(medians: Sequence[float], repeats: Sequence[Sequence[float]]) -> No
 def series_power(conn: Connection, *, suite: str | None = None) -> list[SeriesPower]:
     """Every series (of one suite, if given) with its noise and minimum detectable change,
     in the order suite, strategy, scenario, parameters, metric, machine."""
-    query = (
-        select(
-            series.c.id,
-            series.c.suite,
-            series.c.strategy,
-            series.c.scenario,
-            series.c.params,
-            series.c.metric,
-            machines.c.hostname,
-            machines.c.fingerprint,
-        )
-        .join(machines, machines.c.id == series.c.machine_id)
-        .order_by(series.c.suite, series.c.strategy, series.c.scenario, series.c.params)
-    )
-    if suite is not None:
-        query = query.where(series.c.suite == suite)
-    rows = conn.execute(query).all()
-    figures = _series_figures(conn, [row.id for row in rows])
     out = []
-    for row in rows:
-        medians, repeats = figures.get(row.id, ([], []))
-        noise = noise_of(medians, repeats)
-        given = len(repeats[-1]) if repeats else 0
+    for found in recorded_series(conn, suite=suite, last=HISTORY):
+        noise = noise_of(found.medians, found.repeats)
+        given = len(found.repeats[-1]) if found.repeats else 0
         out.append(
             SeriesPower(
-                suite=row.suite,
-                strategy=row.strategy,
-                scenario=row.scenario,
-                params={k: str(v) for k, v in json.loads(row.params).items()},
-                metric=row.metric,
-                machine=row.hostname or row.fingerprint[:12],
-                runs=len(medians),
+                suite=found.suite,
+                strategy=found.strategy,
+                scenario=found.scenario,
+                params=found.params,
+                metric=found.metric,
+                machine=found.machine,
+                runs=found.runs,
                 noise=noise,
                 repeats=given,
                 min_detectable=_both(noise, given),
             )
         )
-    out.sort(
-        key=lambda p: (
-            p.suite,
-            p.strategy,
-            p.scenario,
-            sorted(p.params.items()),
-            p.metric,
-            p.machine,
-        )
-    )
     return out
 
 
@@ -164,41 +132,6 @@ def _both(noise: Noise, repeats: int) -> MinDetectable:
         return MinDetectable(None, None)
     night, later = _smallest_flagged(noise, repeats, CONFIRM_RUNS)
     return MinDetectable(_quantile(night), _quantile(later))
-
-
-def _series_figures(
-    conn: Connection, series_ids: list[int]
-) -> dict[int, tuple[list[float], list[list[float]]]]:
-    """series id -> the medians and repeats of its measured runs, oldest first."""
-    if not series_ids:
-        return {}
-    query = (
-        select(points.c.id, points.c.series_id, points.c.median)
-        .join(runs, runs.c.id == points.c.run_id)
-        .where(points.c.series_id.in_(series_ids) & runs.c.status.in_(MEASURED))
-        .order_by(points.c.series_id, runs.c.started_at, runs.c.run_id)
-    )
-    order: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    for point_id, series_id, median in conn.execute(query):
-        order[series_id].append((point_id, median))
-    wanted = [point_id for kept in order.values() for point_id, _ in kept[-HISTORY:]]
-    values: dict[int, list[float]] = defaultdict(list)
-    for start in range(0, len(wanted), 5000):  # SQLite's limit on bound parameters
-        chunk = wanted[start : start + 5000]
-        sample_query = (
-            select(samples.c.point_id, samples.c.value)
-            .where(samples.c.point_id.in_(chunk))
-            .order_by(samples.c.point_id, samples.c.repeat)
-        )
-        for point_id, value in conn.execute(sample_query):
-            values[point_id].append(value)
-    return {
-        series_id: (
-            [median for _, median in kept],
-            [values.get(point_id, []) for point_id, _ in kept],
-        )
-        for series_id, kept in order.items()
-    }
 
 
 def _within(repeats: Sequence[Sequence[float]]) -> float | None:
