@@ -15,7 +15,7 @@ from harness.commands.consoles import stdout
 from harness.commands.history.reading import add_db_option, read
 from harness.commands.parsing import FORMATTER, Commands, help_text
 from harness.errors import BadInput
-from harness.format.cells import param_text
+from harness.format.cells import param_text, varying_params
 from harness.format.names import printable
 from harness.format.numbers import DASH, percent
 from harness.history.power import MIN_RUNS, POWER, SeriesPower, series_power
@@ -74,8 +74,10 @@ def _table(title: str, rows: list[SeriesPower]) -> Table:
         table.add_column(heading)
     for heading in ("runs", "repeats", "within", "between", "night", "3 nights"):
         table.add_column(heading, justify="right")
+    # The parameters whose value differs between the table's series (as the run tables).
+    shown = sorted(varying_params([{"params": row.params} for row in rows]))
     for row in rows:
-        params = " ".join(f"{printable(k)}={param_text(v)}" for k, v in sorted(row.params.items()))
+        params = " ".join(f"{printable(k)}={param_text(row.params.get(k))}" for k in shown)
         table.add_row(
             printable(row.strategy),
             printable(row.scenario),
