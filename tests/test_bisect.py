@@ -7,12 +7,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from bisectrepo import BASE_WORK, git, make_repo
 from conftest import HARNESS, run_harness
@@ -316,3 +318,30 @@ def test_verdicts_in_the_metrics_direction() -> None:
     # The timers demo: the range's 0.75x, the commit's 0.88x [0.82-0.98] over 18 rounds.
     timers = {"ci95_low": 0.82, "ci95_high": 0.98, "ratio": 0.88, "significant": True}
     assert search.step_verdict(timers, "higher", search.worse(0.75, "higher")) == "bad"
+
+
+def test_rounds_needed_follows_the_spread_and_the_distance_to_decide() -> None:
+    # Log ratios of spread sigma about a centre: the rounds at which the median's 95%
+    # interval (1.96 x 1.2533 sigma / sqrt(n) each side) fits between the centre and its goal.
+    def ratios(centre: float, sigma: float, n: int = 12) -> list[float]:
+        offsets = [(i - (n - 1) / 2) for i in range(n)]
+        scale = sigma / float(np.std(offsets, ddof=1))
+        return [math.exp(-(centre + scale * o)) for o in offsets]  # "higher" is better
+
+    effect = 0.10  # the range: 0.905x
+    # A step at 0.95x (its centre on half the effect) has no nearer goal than 1 itself.
+    at_half = search.rounds_needed(ratios(0.05, 0.1), "higher", effect)
+    assert at_half == math.ceil((search.HALF_WIDTH * 0.1 / 0.05) ** 2) == 25
+    # Twice the spread needs four times the rounds.
+    assert search.rounds_needed(ratios(0.05, 0.2), "higher", effect) == 97
+    # Never fewer than the rounds it has; a quiet step is decided by then.
+    assert search.rounds_needed(ratios(0.0, 0.001), "higher", effect) == 12
+    # The range needs its interval off 1: a centre on 1 is never decided.
+    assert (search.rounds_needed(ratios(0.0, 0.05), "higher", None) or 10**9) >= 10**9
+    assert search.rounds_needed(ratios(0.02, 0.05), "higher", None) == math.ceil(
+        (search.HALF_WIDTH * 0.05 / 0.02) ** 2
+    )
+    assert search.rounds_needed([0.9, 1.1], "higher", effect) is None  # too few rounds
+    # "lower is better" counts the other way: the same spread, the same count.
+    flipped = [1 / r for r in ratios(0.05, 0.1)]
+    assert search.rounds_needed(flipped, "lower", effect) == 25

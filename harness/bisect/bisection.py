@@ -84,6 +84,7 @@ class Bisection:
             "diff_flamegraph": None,
         }
         self.step_seconds: list[float] = []
+        self.undecided_needs: int | None = None  # the rounds the undecided step needed
         self.builds: list[dict[str, Any]] = []
         self.doc["builds"] = self.builds
 
@@ -159,12 +160,11 @@ class Bisection:
         )
         # The ends first: is the bad end worse at all?
         ends = self._duet(reference, bad_build.suite, cell, request.bad, "ends")
-        verdict = search.range_verdict(ends.figures(), self.better)
-        while verdict == search.UNDECIDED and ends.rounds < request.max_rounds:
-            self._more(reference, bad_build.suite, ends)
-            verdict = search.range_verdict(ends.figures(), self.better)
+        verdict, needed = self._settle(
+            reference, bad_build.suite, ends, lambda f: search.range_verdict(f, self.better), None
+        )
         figures = ends.figures()
-        self.doc["range"] = effect_of(figures) | {"rounds": ends.rounds}
+        self.doc["range"] = effect_of(figures) | {"rounds": ends.rounds, "rounds_needed": needed}
         self.say(
             f"bisect: bad end against good end: {ratio_text(figures)} over {ends.rounds} rounds"
         )
@@ -173,6 +173,7 @@ class Bisection:
             self.say(
                 f"bisect: no regression in this range: {request.bad[:12]} is not worse than "
                 f"{request.good[:12]} in {self.metric} ({ratio_text(figures)})"
+                + (_needs(needed, request.max_rounds) if verdict == search.UNDECIDED else "")
             )
             return
         effect = search.worse(float(figures["ratio"]), self.better)
@@ -188,9 +189,27 @@ class Bisection:
         duet.save(self.workspace.folder / "steps" / f"{name}-{commit[:12]}.json")
         return duet
 
-    def _more(self, a: Suite, b: Suite, duet: Duet) -> None:
-        more = min(self.request.rounds, self.request.max_rounds - duet.rounds)
-        add_rounds(duet, a, b, more, self.request.timing, self.stop)
+    def _settle(
+        self, a: Suite, b: Suite, duet: Duet, judge: Callable[[dict[str, Any]], str],
+        effect: float | None,
+    ) -> tuple[str, int | None]:  # fmt: skip
+        """The duet's verdict after as many more rounds as its spread says it needs (at most
+        doubling its rounds at a time, so that the estimate is made again), up to the bound;
+        undecided at once when it would need more than the bound. Also: the rounds needed."""
+        bound = self.request.max_rounds
+        verdict = judge(duet.figures())
+        needed = None
+        while verdict == search.UNDECIDED and duet.rounds < bound:
+            needed = search.rounds_needed(duet.ratios, self.better, effect)
+            if needed is not None and needed > bound:
+                break
+            wanted = (needed or 0) - duet.rounds
+            more = min(max(self.request.rounds, wanted), max(duet.rounds, 1), bound - duet.rounds)
+            add_rounds(duet, a, b, more, self.request.timing, self.stop)
+            verdict = judge(duet.figures())
+        if verdict != search.UNDECIDED:
+            needed = None
+        return verdict, needed
 
     def _step(
         self, reference: Suite, cell: Cell, commit: str, k: int, about: int, effect: float
@@ -210,10 +229,10 @@ class Bisection:
             return search.SKIP
         try:
             duet = self._duet(reference, built.suite, cell, commit, f"step{k}")
-            verdict = search.step_verdict(duet.figures(), self.better, effect)
-            while verdict == search.UNDECIDED and duet.rounds < self.request.max_rounds:
-                self._more(reference, built.suite, duet)
-                verdict = search.step_verdict(duet.figures(), self.better, effect)
+            verdict, needed = self._settle(
+                reference, built.suite, duet,
+                lambda f: search.step_verdict(f, self.better, effect), effect,
+            )  # fmt: skip
         except SideFailed as err:
             if err.side == "A":
                 raise HarnessError(f"the good end's build {err}") from err
@@ -224,6 +243,9 @@ class Bisection:
         figures = duet.figures()
         self.measured[commit] = figures
         record.update(verdict=verdict, rounds=duet.rounds, **_ends(figures))
+        if needed is not None:
+            record["rounds_needed"] = needed
+            self.undecided_needs = needed
         self.steps.append(record)
         self.step_seconds.append(time.monotonic() - started)
         left = max(0, about - k)
@@ -231,6 +253,7 @@ class Bisection:
         self.say(
             f"bisect: step {k} of ~{about}: {info.short} {info.subject[:50]}: "
             f"{ratio_text(figures)} over {duet.rounds} rounds -> {verdict}{eta}"
+            + (_needs(needed, self.request.max_rounds) if verdict == search.UNDECIDED else "")
         )
         return verdict
 
@@ -245,7 +268,7 @@ class Bisection:
             why = (
                 "the commits between do not build"
                 if outcome.status == "untestable"
-                else (f"a step stayed undecided after {request.max_rounds} rounds")
+                else "a step stayed undecided" + _needs(self.undecided_needs, request.max_rounds)
             )
             self.say(f"bisect: undecided between {last_good[:12]} and {first_bad[:12]}: {why}")
             return
@@ -278,6 +301,15 @@ class Bisection:
                 self.say(f"bisect: why: {finding}")
             if graph is not None:
                 self.say(f"bisect: differential flame graph: {graph}")
+
+
+def _needs(needed: int | None, bound: int) -> str:
+    """`: its spread needs about 140 rounds, past --max-rounds 18`"""
+    if needed is None:
+        return f" after {bound} rounds"
+    if needed > bound:
+        return f": its spread needs about {needed} rounds, past --max-rounds {bound}"
+    return f" after {bound} rounds (its spread needs about {needed})"
 
 
 def _ends(figures: dict[str, Any]) -> dict[str, Any]:

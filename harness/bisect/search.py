@@ -6,7 +6,9 @@ against the good end's, measured on few rounds: a candidate is good when the who
 interval of its ratio is short of half of E; bad when it is worse than the good end (the
 whole interval on the worse side of 1, paired p < 0.05) and its interval reaches past half
 of E; undecided otherwise (an interval across both 1 and half of E: too wide yet), which
-takes more rounds, up to the bound, and then ends the bisection undecided.
+takes more rounds, as many as its interval's width says it needs (rounds_needed), up to the
+bound; a step that would need more than the bound ends the bisection undecided at once, with
+that count.
 
 Half of E alone decided at first; on the timers suite a 6-round E of 0.75x [0.66-0.99] put
 half of it at 0.87x, and the regressing commit itself, 0.88x [0.82-0.98] over 18 rounds,
@@ -18,6 +20,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import numpy as np
 
 GOOD, BAD, SKIP, UNDECIDED = "good", "bad", "skip", "undecided"
 Verdict = Literal["good", "bad", "skip", "undecided"]
@@ -60,6 +64,27 @@ def step_verdict(figures: Mapping[str, Any], better: str, effect: float) -> str:
     if span[0] > 0 and figures.get("significant"):
         return BAD
     return UNDECIDED
+
+
+def rounds_needed(ratios: Sequence[float], better: str, effect: float | None) -> int | None:
+    """About how many rounds an undecided duet needs for a verdict: the rounds at which the 95%
+    interval of the median log ratio (its normal approximation, 1.96 x 1.2533 sigma /
+    sqrt(n) each side, sigma the log ratios' standard deviation so far) is narrow enough
+    around the median so far. The range (`effect` None) needs it wholly on one side of 1; a
+    step needs it short of half of `effect` or wholly past 1 the worse way, the nearer goal
+    for its median. None with fewer than 3 rounds or a median on the goal itself."""
+    logs = [worse(r, better) for r in ratios if r > 0]
+    if len(logs) < 3:
+        return None
+    centre = float(np.median(logs))
+    sigma = float(np.std(logs, ddof=1))
+    room = abs(centre) if effect is None else max(effect / 2 - centre, centre)
+    if room <= 0:
+        return None
+    return max(len(logs), math.ceil((HALF_WIDTH * sigma / room) ** 2))
+
+
+HALF_WIDTH = 1.96 * math.sqrt(math.pi / 2)  # the median's 95% half-width, in sigmas x sqrt(n)
 
 
 def about_steps(candidates: int) -> int:
