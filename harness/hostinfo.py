@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,14 +107,45 @@ TOOLCHAIN_COMMANDS = {"rustc": ["rustc", "--version"], "go": ["go", "version"]}
 def toolchains() -> dict[str, str]:
     """The version line of each compiler found on PATH (`rustc`, `go`)."""
     found = {}
-    for name, argv in TOOLCHAIN_COMMANDS.items():
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if done.returncode == 0 and done.stdout.strip():
+    for name, done in zip(
+        TOOLCHAIN_COMMANDS, run_together(TOOLCHAIN_COMMANDS.values()), strict=True
+    ):
+        if done is not None and done.returncode == 0 and done.stdout.strip():
             found[name] = done.stdout.strip().splitlines()[0]
     return found
+
+
+def run_together(
+    commands: Iterable[Sequence[str]], timeout_s: float = 30
+) -> list[subprocess.CompletedProcess[str] | None]:
+    """Each command's output, the commands started at once rather than one after the other
+    (each a process start, tens of ms before a run's first repeat); None for one that could
+    not start or did not finish in `timeout_s`. Their outputs are read one after the other:
+    a command whose pipe is full waits for its turn, and none waits for another."""
+    started: list[subprocess.Popen[str] | None] = []
+    for argv in commands:
+        try:
+            started.append(
+                subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            )
+        except OSError:
+            started.append(None)
+    return [_finished(process, timeout_s) for process in started]
+
+
+def _finished(
+    process: subprocess.Popen[str] | None, timeout_s: float
+) -> subprocess.CompletedProcess[str] | None:
+    if process is None:
+        return None
+    with process:
+        try:
+            out, err = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            return None
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
 def collect_host(root: Path = Path("/")) -> dict[str, Any]:
@@ -135,23 +167,21 @@ def collect_host(root: Path = Path("/")) -> dict[str, Any]:
     } | ({"toolchains": toolchains()} if live else {})
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+def _git(repo: Path, *args: str) -> list[str]:
     # A checkout owned by another user (a root-built one run by a user) is 'dubious' to git,
     # which then answers nothing: the harness only reads it, so it trusts this one folder.
-    trust = ["-c", f"safe.directory={repo.resolve()}"]
-    try:
-        return subprocess.run(
-            ["git", *trust, "-C", str(repo), *args], capture_output=True, text=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    return ["git", "-c", f"safe.directory={repo.resolve()}", "-C", str(repo), *args]
 
 
 def git_info(repo: Path) -> dict[str, Any]:
     """{commit, dirty}: HEAD's full hash (None outside a checkout or before the first commit)
     and whether tracked or untracked-but-not-ignored files differ from it (None when unknown)."""
-    head = _git(repo, "rev-parse", "--verify", "--quiet", "HEAD")
-    status = _git(repo, "status", "--porcelain")
+    head, status = run_together(
+        [
+            _git(repo, "rev-parse", "--verify", "--quiet", "HEAD"),
+            _git(repo, "status", "--porcelain"),
+        ]
+    )
     commit = head.stdout.strip() if head and head.returncode == 0 else None
     dirty = bool(status.stdout.strip()) if status and status.returncode == 0 else None
     return {"commit": commit or None, "dirty": dirty}

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.hostinfo import collect_host, format_cpulist, git_info, parse_cpulist
+from harness.hostinfo import collect_host, format_cpulist, git_info, parse_cpulist, run_together
 
 pytestmark = pytest.mark.unit
 
@@ -135,3 +135,24 @@ def test_git_info_commit_and_dirty(tmp_path: Path) -> None:
 def test_git_info_outside_a_checkout(tmp_path: Path) -> None:
     assert git_info(tmp_path) == {"commit": None, "dirty": None}
     assert git_info(tmp_path / "missing") == {"commit": None, "dirty": None}
+
+
+def test_commands_run_together_each_with_its_own_output(tmp_path: Path) -> None:
+    """The first waits for a file the second writes: run one after the other, the first
+    would time out."""
+    flag = tmp_path / "flag"
+    waits = ["sh", "-c", f'while [ ! -e "{flag}" ]; do sleep 0.01; done; echo first']
+    writes = ["sh", "-c", f'touch "{flag}"; echo second; echo oops >&2; exit 3']
+    first, second, missing = run_together([waits, writes, ["no-such-command-here"]], 60)
+    assert first is not None and (first.returncode, first.stdout) == (0, "first\n")
+    assert second is not None and (second.returncode, second.stdout, second.stderr) == (
+        3,
+        "second\n",
+        "oops\n",
+    )
+    assert missing is None
+
+
+def test_a_command_that_does_not_finish_in_time_is_none() -> None:
+    (done,) = run_together([["sleep", "30"]], timeout_s=0.2)
+    assert done is None
