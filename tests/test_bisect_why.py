@@ -1,5 +1,6 @@
-"""The bisection's explanation: runs of the last good and the first bad build with the sched
-and on-CPU probes, a finding in a run's words and the differential flame graph between them."""
+"""The bisection's explanation: runs of the last good and the first bad build with the sched,
+on-CPU, futex and off-wake probes, a finding in a run's words (CPU per op, the frames that grew,
+the scheduling and wait figures) and the differential flame graph between them."""
 
 from __future__ import annotations
 
@@ -36,6 +37,13 @@ def test_the_first_bad_commit_is_explained(tmp_path: Path, harness_env: dict[str
     assert doc["first_bad"] == hashes[2]
     assert doc["finding"].startswith("CPU per op "), doc["finding"]
     assert "95% CI" in doc["finding"] and "top growth" in doc["finding"]
+    for figure in ("off-CPU per op", "wake-ups per op", "context switches per op",
+                   "run-queue wait per op", "futex wait per op"):  # fmt: skip
+        assert f"; {figure} " in doc["finding"], doc["finding"]
+    for side in ("last_good", "first_bad"):
+        graphs = doc["why_graphs"][side]
+        assert {"oncpu", "offwake"} <= set(graphs), graphs
+        assert all(Path(path).is_file() for path in graphs.values())
     graph = Path(doc["diff_flamegraph"])
     assert graph.is_file() and graph.read_text().lstrip().startswith("<?xml")
     assert graph.is_relative_to(Path(doc["folder"]))

@@ -22,6 +22,7 @@ from harness.bisect.builds import Build, BuildInterrupted, build
 from harness.bisect.duet import Duet, Interrupted, SideFailed, Stopped, Timing, add_rounds
 from harness.bisect.report import duration, effect_of, ratio_text
 from harness.bisect.target import Target
+from harness.bisect.why import Why
 from harness.bisect.worktrees import Workspace, reclaim
 from harness.describe import describe
 from harness.errors import BadInput, HarnessError
@@ -30,10 +31,11 @@ from harness.run.plan import Cell
 from harness.suites import Suite
 
 Say = Callable[[str], None]
-# Why the first bad build is worse than the last good one: (finding, differential flame
-# graph), from runs of both builds with the profiles; given the builds, the cell and the
-# folder to write in (harness/commands/bisect.py makes them with `harness run`'s machinery).
-Explain = Callable[[Suite, Suite, Cell, Path], tuple[str | None, Path | None]]
+# Why the first bad build is worse than the last good one (the finding, the differential
+# flame graph, each run's graphs), from runs of both builds with the profiles; given the
+# builds, the cell and the folder to write in (harness/commands/bisect.py makes them with
+# `harness run`'s machinery).
+Explain = Callable[[Suite, Suite, Cell, Path], Why]
 REFERENCE = "good"  # the slot of the good end's build, every step's reference
 CANDIDATE = "candidate"  # the slot of the bad end's, then each step's
 
@@ -292,15 +294,18 @@ class Bisection:
             # it was the last built there; else it is built again, incrementally).
             good_suite = self._built(last_good, REFERENCE)
             bad_suite = self._built(first_bad, CANDIDATE)
-            finding, graph = self.explain(
-                good_suite, bad_suite, self.cell, self.workspace.folder / "why"
-            )
-            self.doc["finding"] = finding
+            found = self.explain(good_suite, bad_suite, self.cell, self.workspace.folder / "why")
+            graph = found.diff_flamegraph
+            self.doc["finding"] = found.finding
             self.doc["diff_flamegraph"] = str(graph) if graph is not None else None
-            if finding:
-                self.say(f"bisect: why: {finding}")
+            self.doc["why_graphs"] = found.graphs
+            if found.finding:
+                self.say(f"bisect: why: {found.finding}")
             if graph is not None:
                 self.say(f"bisect: differential flame graph: {graph}")
+            for side, graphs in found.graphs.items():
+                for kind, path in graphs.items():
+                    self.say(f"bisect: {side.replace('_', ' ')} build's {kind} graph: {path}")
 
 
 def _needs(needed: int | None, bound: int) -> str:

@@ -30,7 +30,6 @@ from harness.commands.runs import deadline_slack_s, run_plan
 from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path
-from harness.probes.kinds import oncpu, sched
 from harness.probes.spec import parse_probes
 from harness.run.plan import Cell, build_plan
 from harness.runlock import RunLock
@@ -104,8 +103,9 @@ def add_parser(commands: Commands) -> None:
         default=DEFAULT_EXPLAIN_REPEATS,
         metavar="N",
         help="once found, a run of N repeats of the last good and of the first bad build with "
-        "the sched and on-CPU probes: the finding (CPU per op and the frames that grew) and "
-        f"the differential flame graph (default: {DEFAULT_EXPLAIN_REPEATS}; 0: none)",
+        "the sched, on-CPU, futex and off-wake probes: the finding (CPU per op, the frames "
+        "that grew, off-CPU, wake-ups, context switches, run-queue and futex wait per op) "
+        f"and the differential flame graph (default: {DEFAULT_EXPLAIN_REPEATS}; 0: none)",
     )
     p.add_argument(
         "--json",
@@ -203,9 +203,7 @@ def handle(args: argparse.Namespace) -> int:
 def _explainer(args: argparse.Namespace, say: bisection.Say) -> bisection.Explain:
     """The explanation: a run of each build, as `harness run` makes it, then why.explain."""
 
-    def explain(
-        good: Suite, bad: Suite, cell: Cell, folder: Path
-    ) -> tuple[str | None, Path | None]:
+    def explain(good: Suite, bad: Suite, cell: Cell, folder: Path) -> why.Why:
         records = []
         for suite in (good, bad):
             plan = build_plan(
@@ -218,7 +216,7 @@ def _explainer(args: argparse.Namespace, say: bisection.Say) -> bisection.Explai
                 warmup_s=args.warmup_s,
                 repeats=args.explain_repeats,
                 order="interleaved",
-                probes=parse_probes(f"{sched.NAME},{oncpu.NAME}"),
+                probes=parse_probes(why.PROBES),
                 explain_repeats=args.explain_repeats,
             )
             record, status = run_plan(
@@ -228,11 +226,9 @@ def _explainer(args: argparse.Namespace, say: bisection.Say) -> bisection.Explai
                 raise Stopped("bisection interrupted while explaining")
             records.append(record)
         good_run, bad_run = records
-        finding, graph, notes = why.explain(
-            good_run.run, good_run.run_dir, bad_run.run, bad_run.run_dir
-        )
-        for note in notes:
+        found = why.explain(good_run.run, good_run.run_dir, bad_run.run, bad_run.run_dir)
+        for note in found.notes:
             say(f"bisect: why: {note}")
-        return finding, graph
+        return found
 
     return explain
