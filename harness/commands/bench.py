@@ -60,6 +60,13 @@ def add_parser(commands: Commands) -> None:
     )
     p.add_argument("--quick", action="store_true", help="short runs: [quick] overrides [bench]")
     p.add_argument(
+        "--fixed-repeats",
+        action="store_true",
+        help="every suite its [bench] (or [quick]) repeats; by default a suite's repeats follow "
+        "its series' noise in the history on this machine (docs/dashboard.md, \"Sizing the "
+        'nightly")',
+    )
+    p.add_argument(
         "--plan",
         action="store_true",
         help="print the plan (suites, cells, repeats, estimated duration) and stop",
@@ -86,8 +93,14 @@ def handle(args: argparse.Namespace) -> int:
     slack_s = deadline_slack_s()
     cpus = os.cpu_count() or 1
     plans = learn_startup(_plans(suites, args, cpus, probes), out_dir, cpus)
+    from harness.commands.bench_repeats import by_noise, confirm_line  # the history: SQLAlchemy
+
+    notes: list[str] = []
+    if not args.fixed_repeats:
+        plans, notes = by_noise(plans)
+    notes.append(confirm_line(plans))
     if args.plan:
-        print("\n".join(plan_lines(plans, cpus)))
+        print("\n".join([*plan_lines(plans, cpus), *notes]))
         return 0
     exit_code = 0
     run_dirs: list[Path] = []
@@ -96,7 +109,7 @@ def handle(args: argparse.Namespace) -> int:
     with RunLock(lock_path(), " ".join(args.command_line)):
         if missing:
             print(registry.unavailable_line(missing), file=sys.stderr, flush=True)
-        print("\n".join(plan_lines(plans, cpus)), flush=True)
+        print("\n".join([*plan_lines(plans, cpus), *notes]), flush=True)
         for i, plan in enumerate(plans):
             later_s = sum(planned_s(later) for later in plans[i + 1 :])
             record, status = run_plan(
