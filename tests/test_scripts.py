@@ -12,7 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from historyruns import write_night
 from requirements import need, tool_problem
 
 from harness.paths import REPO_ROOT
@@ -112,18 +114,63 @@ def test_io_vs_fio_refuses_bad_input(tmp_path: Path, args: list[str], size_mb: s
 
 
 @pytest.mark.unit
-def test_bench_detection_with_few_seeds() -> None:
-    done = run([sys.executable, SCRIPTS / "bench-detection", "3"])
+def test_bench_detection_with_few_seeds(tmp_path: Path) -> None:
+    """Synthetic rows, and recorded rows from three nights of two timers cells (5 repeats with
+    1% noise, as historyruns writes them): every figure within its seeds, the synthetic ones
+    as the 100 seeds give them (docs/dashboard.md)."""
+    rng = np.random.default_rng(1)
+    for n in range(3):
+        write_night(tmp_path / "runs", n, {("none", 64): 1000.0, ("tokio", 64): 800.0}, rng)
+    done = run([sys.executable, SCRIPTS / "bench-detection", "3", "--recorded", tmp_path / "runs"])
     assert done.returncode == 0, done.stderr
-    five, ten = json.loads(done.stdout)
-    assert (five["repeats"], ten["repeats"]) == (5, 10)
+    five, ten, recorded_five, recorded_ten = json.loads(done.stdout)
+    assert [r["repeats"] for r in (five, ten, recorded_five, recorded_ten)] == [5, 10, 5, 10]
+    assert recorded_five["noise"] == f"recorded: 2 series of timers from {tmp_path / 'runs'}"
+    for figures in (five, ten, recorded_five, recorded_ten):
+        for height in ("step_3pct", "step_10pct"):
+            assert {f["of"] for f in figures[height].values()} == {3}
+            assert all(0 <= f["hits"] <= 3 for f in figures[height].values())
+        noise = figures["pure_noise_3_series_x_200_nights"]
+        assert all(f["events"] >= 0 and f["ci95"][1] > 0 for f in noise.values())
+        # 1% noise, 10 repeats: a 10% step is flagged the night it lands, confirmed or not.
+        if figures["repeats"] == 10:
+            assert figures["step_10pct"]["flagged_at_its_night"]["hits"] == 3
+            assert figures["step_10pct"]["flagged_at_its_night_confirmed"]["hits"] == 3
     for figures in (five, ten):
-        assert 0 <= figures["step_3pct_hits_of_3"] <= 3
-        # As for the 100 seeds (docs/dashboard.md): no false event, every drift flagged in 30 runs.
-        assert figures["false_events_in_3_series_x_200_runs"] == 0
-        assert figures["drift_flagged_within_30_runs_of_3"] == 3
+        # As for the 100 seeds: no false event stands, every drift is flagged in 30 runs.
+        assert figures["pure_noise_3_series_x_200_nights"]["standing_after_the_last_night"] == {
+            "events": 0,
+            "ci95": [0.0, 3.7],
+        }
+        assert figures["drift_flagged_within_30_runs"]["hits"] == 3
         assert 0 < figures["drift_delay_median_runs"] <= figures["drift_delay_max_runs"] <= 30
-    assert ten["step_3pct_hits_of_3"] == 3  # 10 repeats find the step in almost every seed
+    assert ten["step_3pct"]["found_at_its_run_after_40_more"]["hits"] == 3
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["3", "--suite", "timers"],
+        ["3", "--recorded"],
+        ["3", "--recorded", "{tmp}/empty"],
+        ["3", "--recorded", "{tmp}/none.sqlite"],
+        ["3", "--recorded", "{tmp}/runs", "--suite", "nope"],
+        ["3", "--recorded", "{tmp}/runs", "--metric", "nope"],
+        ["3", "--recorded", "{tmp}/one"],
+    ],
+)
+def test_bench_detection_refuses_paths_without_recorded_noise(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """Without recorded runs, or without a series of two runs: one line and exit 2."""
+    (tmp_path / "empty").mkdir()
+    rng = np.random.default_rng(1)
+    for n in range(2):
+        write_night(tmp_path / "runs", n, {("none", 64): 1000.0}, rng)
+    write_night(tmp_path / "one", 0, {("none", 64): 1000.0}, rng)
+    argv = [arg.format(tmp=tmp_path) for arg in args]
+    one_error_line(run([sys.executable, SCRIPTS / "bench-detection", *argv]), "bench-detection")
 
 
 @pytest.mark.unit
