@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from harness.bisect import bisection, why
 from harness.bisect.cells import Choice, one_cell_check
@@ -88,6 +89,19 @@ def add_parser(commands: Commands) -> None:
         "--bad", required=True, metavar="REV", help="a commit known bad, --good's descendant"
     )
     add_cell_options(p, one=True)
+    add_bisection_options(p)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print bisect.json on stdout (first_bad, last_good, effect, steps, finding, "
+        "diff_flamegraph; the progress goes to stderr)",
+    )
+    p.set_defaults(handler=handle)
+
+
+def add_bisection_options(p: argparse.ArgumentParser) -> None:
+    """How long a bisection measures, and whether it explains: `harness history bisect`
+    passes them on."""
     add_duet_options(p)
     p.add_argument(
         "--max-rounds",
@@ -107,13 +121,6 @@ def add_parser(commands: Commands) -> None:
         "that grew, off-CPU, wake-ups, context switches, run-queue and futex wait per op) "
         f"and the differential flame graph (default: {DEFAULT_EXPLAIN_REPEATS}; 0: none)",
     )
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help="print bisect.json on stdout (first_bad, last_good, effect, steps, finding, "
-        "diff_flamegraph; the progress goes to stderr)",
-    )
-    p.set_defaults(handler=handle)
 
 
 def add_cell_options(p: argparse.ArgumentParser, one: bool) -> None:
@@ -167,6 +174,16 @@ def add_duet_options(p: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    doc = bisect(args)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    print(f"bisect folder: {doc.get('folder')}", file=sys.stderr, flush=True)
+    return 0
+
+
+def bisect(args: argparse.Namespace) -> dict[str, Any]:
+    """The bisection the parsed command line asks for, its progress on stderr; bisect.json's
+    document (Stopped when interrupted, after bisect.json says so)."""
     choice = Choice(
         strategies=tuple(args.strategies or ()),
         scenarios=tuple(args.scenario or ()),
@@ -193,11 +210,7 @@ def handle(args: argparse.Namespace) -> int:
 
     explain = _explainer(args, say) if args.explain_repeats else None
     with RunLock(lock_path(), " ".join(args.command_line)):
-        doc = bisection.Bisection(request, say, explain).run(commits)
-    if args.json:
-        print(json.dumps(doc, indent=2))
-    say(f"bisect folder: {doc.get('folder')}")
-    return 0
+        return bisection.Bisection(request, say, explain).run(commits)
 
 
 def _explainer(args: argparse.Namespace, say: bisection.Say) -> bisection.Explain:

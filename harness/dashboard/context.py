@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.dashboard.data import History, Run
+from harness.history.bisect_ranges import SeriesRange
 
 
 class Site:
@@ -32,6 +33,12 @@ class Site:
         suites = sorted({(s.machine_id, s.suite) for s in history.series.values()})
         suites += sorted({(r.machine_id, r.suite) for r in history.runs.values()} - set(suites))
         self.suite_page = {key: f"suite-{i + 1}.html" for i, key in enumerate(sorted(suites))}
+        # (run pk, series id) -> the commit range of its regression; event -> the range of its
+        # largest regression, the one its row offers to bisect.
+        self.bisect_range = {(r.run_pk, r.series_id): r for r in history.bisect_ranges}
+        self.event_range: dict[int, SeriesRange] = {}
+        for found in history.bisect_ranges:
+            self.event_range.setdefault(found.event, found)
         self.suite_runs: dict[tuple[int, str], list[Run]] = defaultdict(list)
         for run in history.runs.values():
             self.suite_runs[(run.machine_id, run.suite)].append(run)
@@ -49,6 +56,11 @@ class Site:
             folder = os.path.relpath(run.run_dir, self.out / ("x/" * depth))
             self._run_dirs[key] = folder.replace(os.sep, "/")
         return f"{self._run_dirs[key]}/{rel}"
+
+    def file_link(self, path: str, depth: int) -> str:
+        """The link from a page `depth` folders down the site to the file at `path`
+        (absolute: a bisection's files under results/bisect/)."""
+        return os.path.relpath(path, self.out / ("x/" * depth)).replace(os.sep, "/")
 
     def report_link(self, run: Run, depth: int) -> str:
         """The run's report.html, else its run.json."""

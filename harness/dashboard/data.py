@@ -10,6 +10,8 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from harness.history import queries
+from harness.history.bisect_ranges import SeriesRange, all_ranges
+from harness.history.bisections import Bisection, stored
 from harness.history.schema import artifacts, machines, points, runs, series
 
 
@@ -60,6 +62,10 @@ class History:
     runs: dict[int, Run]
     series: dict[int, Series]
     changes: list[dict[str, Any]]
+    # Every regression change point's commit range and command, each event's largest first.
+    bisect_ranges: list[SeriesRange] = field(default_factory=list)
+    # (run pk, series id) -> the bisection kept for it (harness history bisect).
+    bisections: dict[tuple[int, int], Bisection] = field(default_factory=dict)
 
 
 def load(conn: Connection) -> History:
@@ -110,4 +116,4 @@ def load(conn: Connection) -> History:
     for series_id, found in by_series.items():
         all_series[series_id].points = sorted(found, key=lambda p: order[p[0]])
     changes = queries.changes(conn, ("regression", "improvement", "change"))
-    return History(machine_rows, run_rows, all_series, changes)
+    return History(machine_rows, run_rows, all_series, changes, all_ranges(conn), stored(conn))

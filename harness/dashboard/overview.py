@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.dashboard.bisecting import bisect_html
 from harness.dashboard.context import Site
 from harness.dashboard.data import Run
 from harness.dashboard.markup import (
@@ -63,7 +64,8 @@ class OverviewPages:
             f"<p class='summary'>Open: {counts} (in "
             f"{len({c['event'] for c in open_})} events); "
             f"{len(changes) - len(open_)} acknowledged. Largest over noise first; "
-            "acknowledge an event with <code>harness history ack EVENT --reason TEXT</code>."
+            "acknowledge an event with <code>harness history ack EVENT --reason TEXT</code>; "
+            "bisect an open regression with the command on its row."
         )
         if len(changes) > TRIAGE_ROWS:
             summary += (
@@ -76,7 +78,7 @@ class OverviewPages:
         return (
             f"<h2>What changed</h2>{summary}</p><table class='triage'><tr><th>change</th>"
             "<th>series</th><th>size</th><th>before &rarr; after (interval)</th>"
-            "<th>landed in run (commits)</th><th>trend</th><th>state</th></tr>"
+            "<th>landed in run (commits)</th><th>trend</th><th>state</th><th>bisect</th></tr>"
             + "".join(rows)
             + "</table>"
         )
@@ -112,8 +114,23 @@ class OverviewPages:
             f"{interval}</td>"
             f"<td><a href='{e(self.site.report_link(run, 0))}'>{e(run.run_id)}</a><br><small>"
             f"{e(before_commit)}..{e(short(run.git_commit))}</small>{notes}</td>"
-            f"<td>{spark}</td><td>event {c['event']}: {e(state)}</td></tr>"
+            f"<td>{spark}</td><td>event {c['event']}: {e(state)}</td>"
+            f"<td class='bisect'>{self.bisect_cell(c, pk)}</td></tr>"
         )
+
+    def bisect_cell(self, c: dict[str, Any], pk: int) -> str:
+        """A regression's bisection kept, else on the row of its event's largest regression
+        the command (the others' are on their series pages)."""
+        found = self.site.bisect_range.get((pk, c["series_id"]))
+        if found is None:
+            return ""
+        if (pk, c["series_id"]) in self.site.h.bisections:
+            return bisect_html(self.site, found, 0)
+        if c["status"] != "open":
+            return ""
+        if self.site.event_range.get(c["event"]) is found:
+            return bisect_html(self.site, found, 0)
+        return f"<small><a href='series/{c['series_id']}.html#bisect'>its command</a></small>"
 
     def machines_table(self) -> str:
         rows = []

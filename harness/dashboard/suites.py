@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.dashboard.bisecting import bisect_html
 from harness.dashboard.context import Site
 from harness.dashboard.data import Point, Series
 from harness.dashboard.markup import (
@@ -231,10 +232,34 @@ class SuitePages:
             f"<h2>The latest {min(TABLE_RUNS, len(s.points))} runs</h2>"
             "<table><tr><th>run</th><th>median</th><th>interval</th><th>commit</th>"
             f"<th>kernel</th><th>flame graphs</th><th>notes</th></tr>"
-            f"{''.join(reversed(rows))}</table>"
+            f"{''.join(reversed(rows))}</table>{self.bisect_section(s)}"
         )
         scripts = ("uPlot.iife.min.js", f"data/runs-{self.site.name(key)}.js", "chart.js")
         self.site.write(f"series/{s.id}.html", page(title, body, 1, scripts, ("uPlot.min.css",)))
+
+    def bisect_section(self, s: Series) -> str:
+        """Each regression of the series: its bisection kept, else while open its command."""
+        rows = []
+        for change in self.site.changes_of[s.id]:
+            pk = self.site.pks[(change["fingerprint"], change["run_id"])]
+            found = self.site.bisect_range.get((pk, s.id))
+            kept = (pk, s.id) in self.site.h.bisections
+            if found is None or not (kept or change["status"] == "open"):
+                continue
+            commits = f"{short(found.good)}..{short(found.bad)}"
+            rows.append(
+                f"<tr><td>event {change['event']}</td><td>{e(change['run_id'])}<br><small>"
+                f"{e(commits)}</small></td><td>{change['change']:+.1%}</td>"
+                f"<td class='bisect'>{bisect_html(self.site, found, 1)}</td></tr>"
+            )
+        if not rows:
+            return ""
+        return (
+            "<h2 id='bisect'>Bisecting its regressions</h2><p>Between the commit of the run "
+            "before the change and that of the run it landed in.</p><table><tr><th>event</th>"
+            "<th>run (commits)</th><th>change</th><th>bisect</th></tr>"
+            f"{''.join(rows)}</table>"
+        )
 
 
 def _headline_metric(members: list[Series]) -> str:

@@ -185,3 +185,33 @@ acknowledgements = _one_per_run(
     Column("acknowledged_at", String(32), nullable=False),
     Column("acknowledged_by", String(255)),
 )
+
+# A bisection of an event's series (harness history bisect), by run as acknowledgements are:
+# the event recomputed after a later import keeps it. A new bisection of the same series and
+# run replaces it; one that failed or was interrupted stores nothing.
+event_bisections = _one_per_series_and_run(
+    "event_bisections",
+    # bisect.json's status: `found`, `no-regression`, `undecided` or `untestable`.
+    Column("verdict", String(16), nullable=False),
+    # The range bisected: the commits of the run before the change and of the event's run.
+    Column("good", String(64), nullable=False),
+    Column("bad", String(64), nullable=False),
+    Column("first_bad", String(64)),
+    Column("first_bad_subject", Text),
+    Column("last_good", String(64)),
+    # Undecided or untestable: the first bad commit known (the culprit is after last_good
+    # and at most this one).
+    Column("undecided_until", String(64)),
+    # The first bad build against the good end's: the ratio, its 95% interval, the paired p.
+    Column("ratio", Float),
+    Column("low", Float),
+    Column("high", Float),
+    Column("p", Float),
+    Column("finding", Text),
+    # Absolute paths: the differential flame graph (SVG) and the bisection's folder.
+    Column("diff_flamegraph", Text),
+    Column("folder", Text, nullable=False),
+    # The `harness bisect` command line that ran, as the shell takes it.
+    Column("command", Text, nullable=False),
+    Column("finished_at", String(32), nullable=False),
+)
