@@ -135,6 +135,7 @@ class RunRecord:
                     strategy=cell.strategy,
                     scenario=cell.scenario,
                     params=dict(cell.params),
+                    baseline=plan.compared_with(cell.strategy),
                     resolved_params={},
                     repeats=[],
                     failures=[],

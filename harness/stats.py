@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.rundoc.model import compared_with
+
 ALPHA = 0.05
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 10_000
@@ -284,7 +286,9 @@ def params_key(params: Mapping[str, Any] | None) -> str:
 def compare_cells(
     cells: Sequence[Mapping[str, Any]], baseline: str, metrics: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Each non-baseline cell against the baseline cell of the same scenario and params.
+    """Each cell against the cell of the same scenario and params it is compared with: the
+    strategy its `baseline` key names (its twin, or the run's baseline), else `baseline` for
+    every other strategy than `baseline` (cells from before the key: compared_with).
 
     One entry per (candidate cell, metric); entries that cannot be computed are kept with
     `reason` set, so nothing goes silently missing.
@@ -293,12 +297,13 @@ def compare_cells(
     def group(cell: Mapping[str, Any]) -> tuple[Any, str]:
         return cell.get("scenario"), params_key(cell.get("params"))
 
-    baseline_cells = {group(c): c for c in cells if c.get("strategy") == baseline}
+    by_strategy = {(c.get("strategy"), *group(c)): c for c in cells}
     comparisons = []
     for cell in cells:
-        if cell.get("strategy") == baseline:
+        against = compared_with(str(cell.get("strategy")), cell.get("baseline"), baseline)
+        if against is None:
             continue
-        base_cell = baseline_cells.get(group(cell))
+        base_cell = by_strategy.get((against, *group(cell)))
         for metric in metrics:
             name = str(metric["name"])
             better = metric.get("better")
@@ -306,13 +311,13 @@ def compare_cells(
                 "metric": name,
                 "scenario": cell.get("scenario"),
                 "params": dict(cell.get("params") or {}),
-                "baseline": baseline,
+                "baseline": against,
                 "candidate": cell.get("strategy"),
                 "better": better,
             }
             if base_cell is None:
                 entry |= compare_samples([], [], better)
-                entry["reason"] = f"no '{baseline}' cell with this scenario and params"
+                entry["reason"] = f"no '{against}' cell with this scenario and params"
             else:
                 entry |= compare_samples(
                     metric_values(base_cell, name), metric_values(cell, name), better

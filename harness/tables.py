@@ -49,6 +49,7 @@ from harness.format.numbers import (
     join_range,
     percent,
 )
+from harness.format.twins import TWIN_MARK, VsColumn, missing_twins, vs_column
 from harness.probes import bpfstats
 from harness.probes.overhead_pairs import explain_footer, overhead_cpu_shares, paired_text
 from harness.rundoc.jsonfile import as_json
@@ -174,7 +175,7 @@ def scenario_table(
     units: Mapping[str, str],
     labels: Mapping[str, str],
     ratios: Mapping[tuple[Any, str], Mapping[str, Any]],
-    baseline: str | None,
+    vs: VsColumn | None,
     columns: Sequence[str],
     layout: Layout,
     full: bool = True,
@@ -196,8 +197,8 @@ def scenario_table(
         table.add_column(Text(printable(name)), justify="right", no_wrap=True, overflow="fold")
     for name in columns:
         table.add_column(Text(labels.get(name, name)), justify="right", overflow="fold")
-    if baseline is not None:
-        table.add_column(Text(f"vs {printable(baseline)}"), justify="right", overflow="fold")
+    if vs is not None:
+        table.add_column(Text(printable(vs.heading)), justify="right", overflow="fold")
         if show_p:
             table.add_column("p", justify="right", no_wrap=True, overflow="fold")
     if show_runs:
@@ -219,15 +220,19 @@ def scenario_table(
             )
             for name in columns
         ]
-        if baseline is not None:
+        if vs is not None:
             entry = ratios.get((cell.strategy, params_key(cell.params)))
             p_value = entry["p_value"] if entry else None
-            if cell.strategy == baseline:
+            uncompared = vs.uncompared(cell.strategy)
+            if uncompared:
                 row.append(Text("baseline", style="dim"))
             else:
-                row.append(ratio_figure(entry, layout))
+                ratio = ratio_figure(entry, layout)
+                if vs.twin(cell.strategy) is not None:  # named under the table
+                    ratio.append(f" {TWIN_MARK}", style="bold")
+                row.append(ratio)
             if show_p:
-                row.append("" if cell.strategy == baseline or p_value is None else human_p(p_value))
+                row.append("" if uncompared or p_value is None else human_p(p_value))
         if show_runs:
             row.append(runs_text(cell))
         table.add_row(*row)
@@ -293,8 +298,8 @@ def _legend(
     if metric is not None:
         text.append(
             f"; vs: ratio of {printable(labels.get(metric, metric))} medians to the baseline "
-            "[95% bootstrap interval]; * Mann-Whitney U two-sided p < 0.05 "
-            "(green better, red worse)",
+            f"(to the strategy's twin where marked {TWIN_MARK}) [95% bootstrap interval]; "
+            "* Mann-Whitney U two-sided p < 0.05 (green better, red worse)",
             style="dim",
         )
     short = sorted(
@@ -408,8 +413,7 @@ def print_run(run: RunDoc, console: Console, wide: bool = False) -> None:
     units = run.units()
     labels = table_labels(doc)
     headings = {name: heading(name, labels, units) for name in columns}
-    baseline = run.config.baseline
-    metric = ratio_metric(doc, columns) if baseline else None
+    metric = ratio_metric(doc, columns) if run.config.baseline else None
     comparisons = doc["comparisons"]
 
     shown: list[Mapping[str, Any]] = []
@@ -426,8 +430,8 @@ def print_run(run: RunDoc, console: Console, wide: bool = False) -> None:
         shown += ratios.values()
         zero = [n for n in TRAILING_METRICS if n in columns and always_zero(figures, n)]
         kept = [name for name in columns if name not in zero]
-        against = baseline if metric and any(c.strategy == baseline for c in group) else None
-        build = partial(scenario_table, view, scenario, group, units, headings, ratios, against)
+        vs = vs_column(run, group) if metric else None
+        build = partial(scenario_table, view, scenario, group, units, headings, ratios, vs)
         if wide:
             table = fitting_table(partial(build, kept), console)
         else:
@@ -437,6 +441,9 @@ def print_run(run: RunDoc, console: Console, wide: bool = False) -> None:
             table, chosen = fitted_table(build, candidates, required, console)
             hidden.update(dict.fromkeys(name for name in kept if name not in chosen))
         console.print(table)
+        footnote = vs.footnote() if vs is not None else None
+        if footnote is not None:
+            console.print(Text(printable(footnote), style="dim"))
         if zero and wide:
             console.print(Text(f"{' and '.join(zero)}: 0 in every repeat", style="dim"))
         for name in TRAILING_METRICS:
@@ -470,7 +477,8 @@ def print_run(run: RunDoc, console: Console, wide: bool = False) -> None:
             f"CPU per op tells {len(cpu)} cells from the baseline where {what} does not: "
             "see report.html",
         )
-    for note in notes(shown) + probes:
+    twin_notes = [f"note: {printable(line)}" for line in missing_twins(run)]
+    for note in twin_notes + notes(shown) + probes:
         console.print(Text(note, style="yellow"))
     for note in cpu:
         console.print(Text(note, style="cyan"))

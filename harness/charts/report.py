@@ -82,10 +82,14 @@ def _mark_ids(fig: Any) -> None:
             legend.set_gid("legend")
 
 
-def _row_label(entry: Mapping[str, Any], varying: Sequence[str]) -> str:
+def _row_label(entry: Mapping[str, Any], varying: Sequence[str], baseline: str) -> str:
+    """The candidate and its varying params, and `vs <twin>` when it is compared with its
+    twin rather than the baseline."""
     params = entry.get("params") or {}
     shown = " ".join(f"{k}={params[k]}" for k in varying if k in params)
-    return " ".join(filter(None, [str(entry.get("candidate")), shown]))
+    against = entry.get("baseline")
+    twin = f"vs {against}" if against is not None and against != baseline else ""
+    return " ".join(filter(None, [str(entry.get("candidate")), shown, twin]))
 
 
 def draw_ratios(
@@ -99,7 +103,7 @@ def draw_ratios(
 ) -> bool:
     from matplotlib.ticker import FuncFormatter  # matplotlib: only when drawing
 
-    rows = list(dict.fromkeys(_row_label(e, varying) for e in entries))
+    rows = list(dict.fromkeys(_row_label(e, varying, baseline) for e in entries))
     if not rows or not metrics:
         return False
     columns = min(len(metrics), PANELS_A_ROW)
@@ -119,7 +123,7 @@ def draw_ratios(
         for e in entries:
             if e.get("metric") != metric or e.get("ratio") is None:
                 continue
-            y = rows.index(_row_label(e, varying))
+            y = rows.index(_row_label(e, varying, baseline))
             ratio = float(e["ratio"])
             low, high = e.get("ci95_low"), e.get("ci95_high")
             if low is not None and high is not None:
@@ -145,8 +149,10 @@ def draw_ratios(
     axes[0][0].set_yticks(range(len(rows)), rows)
     axes[0][0].invert_yaxis()
     fig.tight_layout()
+    twins = any(e.get("baseline") not in (None, baseline) for e in entries)
+    against = f"{baseline} (or the twin named)" if twins else baseline
     fig.suptitle(
-        f"{scenario}: ratio to {baseline}, 95% interval; filled * = significant (p < 0.05)",
+        f"{scenario}: ratio to {against}, 95% interval; filled * = significant (p < 0.05)",
         y=1.0 + 0.35 / (height * panel_rows),
     )
     _mark_ids(fig)

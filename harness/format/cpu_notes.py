@@ -32,8 +32,9 @@ def cpu_notes(
     labels: Mapping[str, str],
     varying: Sequence[str] = (),
 ) -> list[str]:
-    """One line per candidate cell whose CPU per op differs significantly from the baseline
-    while its headline metric does not; empty when there is none or no headline metric."""
+    """One line per candidate cell whose CPU per op differs significantly from the cell it
+    is compared with (the baseline's, or its twin's) while its headline metric does not;
+    empty when there is none or no headline metric."""
     if not headline:
         return []
     by_cell: dict[tuple[Any, Any, str], dict[str, Mapping[str, Any]]] = {}
@@ -60,7 +61,7 @@ def cpu_notes(
             p = head.get("p_value")
             p_text = f", p={human_p(float(p))}" if p is not None else ""
             lines.append(
-                f"CPU per op tells {label} from the baseline where "
+                f"CPU per op tells {label} from {printable(head.get('baseline'))} where "
                 f"{labels.get(headline, headline)} does not "
                 f"({human_ratio(float(head['ratio']))}{p_text}): " + "; ".join(found)
             )

@@ -4,8 +4,9 @@ the figures read off them (docs/profiles.md).
 Files, paths relative to the run directory (`<slug>` is the cell id made file-safe):
 - folded/<slug>.oncpu.folded, flame/<slug>.oncpu.svg: on-CPU samples of every process of the
   workload (root frame = process name), all repeats;
-- flame/<slug>.diff.svg: against the baseline cell of the same scenario and params
-  (inferno-diff-folded --normalize, baseline first; red = more than in the baseline);
+- flame/<slug>.diff.svg: against the cell it is compared with (its twin's or the baseline's)
+  of the same scenario and params (inferno-diff-folded --normalize, baseline first; red = more
+  than in the baseline);
 - folded/<slug>.offcpu.folded, flame/<slug>.offcpu.svg: futex waits weighted by blocked ns;
 - folded/<slug>.wakeups.folded, flame/<slug>.wakeups.svg: waker thread -> wakee thread counts;
 - folded/<slug>.offwake.folded, flame/<slug>.offwake.svg, flame/<slug>.offwake.diff.svg: every
@@ -250,10 +251,11 @@ def build_profiles(
         note = f"no flame graphs: {problem}"
         return [Profile(notes=[note]) if cell.probes else None for cell in cells], [problem]
     gathered = [gather(run_dir, cell) for cell in cells]
-    baselines = {
-        _group(cell): (cell, stacks)
+    # Each cell's graphs are drawn against the cell it is compared with: its twin's or the
+    # baseline's of its scenario and params.
+    by_strategy = {
+        (cell.strategy, *_group(cell)): (cell, stacks)
         for cell, stacks in zip(cells, gathered, strict=True)
-        if cell.strategy == run.config.baseline
     }
     profiler = CellProfiler(run_dir, run.suite, settings)
     profiles: list[Profile | None] = []
@@ -263,7 +265,11 @@ def build_profiles(
             profiles.append(None)
             continue
         try:
-            profiles.append(profiler.profile(cell, stacks, baselines.get(_group(cell))))
+            # The baseline's own cell (compared with nothing) is drawn against itself: none.
+            against = run.baseline_of(cell) or cell.strategy
+            profiles.append(
+                profiler.profile(cell, stacks, by_strategy.get((against, *_group(cell))))
+            )
         except (inferno.InfernoError, OSError) as err:
             profiles.append(Profile(notes=[f"flame graphs failed: {err}"]))
             errors.append(f"{cell.id}: {err}")

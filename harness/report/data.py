@@ -351,7 +351,10 @@ def _ratio_sentence(
     metric: str,
     entry: Mapping[str, Any],
     labels: Mapping[str, str],
+    twin: bool = False,
 ) -> Finding:
+    """`A: 0.95x the ops/s of B [95% CI …] (significant, p=…)`; `B (its twin)` when B is
+    A's twin."""
     ratio, interval = ratio_texts(entry)
     p = entry.get("p_value")
     if p is None:
@@ -362,6 +365,8 @@ def _ratio_sentence(
         if not entry.get("significant") and entry.get("reason"):
             significance += f": {entry['reason']}"
     text: Finding = [Code(name_a), f": {ratio} the {labels.get(metric, metric)} of ", Code(name_b)]
+    if twin:
+        text.append(" (its twin)")
     text.append(f" [95% CI {interval}]" if interval else " (no interval)")
     text.append(f" ({significance})")
     return text
@@ -391,9 +396,25 @@ def findings(facts: Facts) -> list[Finding]:
     return out
 
 
+def compared_cell(facts: Facts, cell: Cell) -> Cell | None:
+    """The cell `cell` is compared with (its twin's, or the baseline's) at its scenario and
+    params; None when it is compared with nothing or the run has no such cell."""
+    against = facts.run.baseline_of(cell)
+    group = (cell.scenario, params_key(cell.params))
+    return next(
+        (
+            c
+            for c in facts.cells
+            if c.strategy == against and (c.scenario, params_key(c.params)) == group
+        ),
+        None,
+    )
+
+
 def _ratio_findings(facts: Facts, metric: str) -> list[Finding]:
-    """Per scenario and params: each strategy against the baseline, then the best of the
-    others against the worst, compared on their repeats."""
+    """Per scenario and params: each strategy against its twin or the baseline, then the
+    best of the others than the baseline against the worst, compared on their repeats
+    (unless one is the other's twin: said already)."""
     baseline, name = facts.baseline, facts.name
     out: list[Finding] = []
     groups: dict[tuple[str, str], list[Cell]] = {}
@@ -402,12 +423,14 @@ def _ratio_findings(facts: Facts, metric: str) -> list[Finding]:
     for group in groups.values():
         base = next((c for c in group if c.strategy == baseline), None)
         for cell in group:
-            if cell is base:
-                continue
+            against = compared_cell(facts, cell)
             entry = cell_comparison(facts.index, cell, metric)
-            if base is not None and entry is not None and entry.get("ratio") is not None:
-                sentence = _ratio_sentence(name(cell), baseline, metric, entry, facts.labels)
-                sentence.append(_side_by_side(facts, cell, base))
+            if against is not None and entry is not None and entry.get("ratio") is not None:
+                twin = against.strategy != baseline
+                sentence = _ratio_sentence(
+                    name(cell), against.strategy, metric, entry, facts.labels, twin
+                )
+                sentence.append(_side_by_side(facts, cell, against))
                 out.append(sentence)
         # The best and the worst of the other strategies, compared on their repeats.
         values = {id(c): metric_values(facts.cell_doc(c), metric) for c in group}
@@ -416,7 +439,11 @@ def _ratio_findings(facts: Facts, metric: str) -> list[Finding]:
             better = next((m.better for m in facts.run.metrics if m.name == metric), "higher")
             ranked = sorted(others, key=lambda c: _median(facts, c, metric) or 0.0)
             worst, best = (ranked[0], ranked[-1]) if better != "lower" else (ranked[-1], ranked[0])
-            if _median(facts, best, metric) != _median(facts, worst, metric):
+            # Unless the two are a pair compared already (one is the other's twin).
+            paired = facts.run.baseline_of(best) == worst.strategy or (
+                facts.run.baseline_of(worst) == best.strategy
+            )
+            if not paired and _median(facts, best, metric) != _median(facts, worst, metric):
                 entry = compare_samples(values[id(worst)], values[id(best)], better)
                 if entry.get("ratio") is not None:
                     sentence = _ratio_sentence(name(best), name(worst), metric, entry, facts.labels)

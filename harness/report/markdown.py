@@ -18,6 +18,7 @@ from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts
 from harness.format.names import printable
 from harness.format.numbers import DASH
+from harness.format.twins import TWIN_MARK, missing_twins, vs_column
 from harness.report import data
 from harness.report.data import Code, Facts, Finding, write_page
 from harness.rundoc.files import run_file
@@ -101,6 +102,8 @@ class Summary(Facts):
             if len(groups) > 1:
                 self.add(f"**scenario {text(scenario)}**", "")
             self.table(group)
+        for note in missing_twins(run):
+            self.add(f"> note: {text(note)}", "")
         self.add(text(self.legend()), "")
         self.add("### Findings", "")
         self.add(*(f"- {inline(f)}" for f in data.findings(self)), "")
@@ -132,6 +135,11 @@ class Summary(Facts):
             f"- probes: {text(data.probes_text(config))}"
             + (", probe overhead measured" if config.probe_overhead else ""),
             f"- baseline: {code(self.baseline) if self.baseline else 'none'}",
+            *(
+                ["- twins: " + ", ".join(f"{code(s)} vs {code(t)}" for s, t in twins.items())]
+                if (twins := config.compare_with)
+                else []
+            ),
             f"- status: {text(run.status)} (started {text(run.started_at)},"
             f" finished {text(run.finished_at)})",
         ]
@@ -145,15 +153,11 @@ class Summary(Facts):
         present = {name for s in summaries for name in s}
         lead = [self.metric] if self.metric and self.metric in present else []
         side = [m for m in SIDE_METRICS if m in present and m not in lead]
-        against = (
-            self.baseline
-            if self.metric and any(c.strategy == self.baseline for c in group)
-            else None
-        )
+        vs = vs_column(self.run, group) if self.metric else None
         header = ["strategy", *(text(p) for p in params)]
         header += [f"{text(self.label(m))} [95% CI]" for m in lead]
-        if against is not None:
-            header += [f"vs {text(against)} [95% CI]", "p"]
+        if vs is not None:
+            header += [f"{text(vs.heading)} [95% CI]", "p"]
         header += [text(self.label(m)) for m in side]
         header.append("runs")
         self.add(row(header), row(["---"] + ["---:"] * (len(header) - 1)))
@@ -161,25 +165,29 @@ class Summary(Facts):
             values = [code(cell.strategy)]
             values += [text(param_text(cell.params.get(p))) for p in params]
             values += [figure(m, summary.get(m), self.units.get(m)) for m in lead]
-            if against is not None and self.metric is not None:
-                if cell.strategy == against:
+            if vs is not None and self.metric is not None:
+                if vs.uncompared(cell.strategy):
                     values += ["baseline", ""]
                 else:
                     entry = data.cell_comparison(self.index, cell, self.metric)
-                    values += [ratio(entry), text(p_text(entry))]
+                    mark = f" {TWIN_MARK}" if vs.twin(cell.strategy) is not None else ""
+                    values += [ratio(entry) + mark, text(p_text(entry))]
             values += [figure(m, summary.get(m), self.units.get(m)) for m in side]
             ok, failed = cell.runs
             values.append(f"{ok}/{ok + failed}")
             self.add(row(values))
         self.add("")
+        footnote = vs.footnote() if vs is not None else None
+        if footnote is not None:
+            self.add(text(footnote), "")
 
     def legend(self) -> str:
         parts = ["median of the repeats [95% interval of the median, from order statistics]"]
         if self.metric and self.baseline:
             parts.append(
                 f"vs {self.baseline}: ratio of {self.label(self.metric)} medians to the baseline "
-                "at the same params [95% bootstrap interval]; * two-sided Mann-Whitney "
-                "U p < 0.05"
+                f"at the same params (to the strategy's twin where marked {TWIN_MARK}) [95% "
+                "bootstrap interval]; * two-sided Mann-Whitney U p < 0.05"
             )
         parts.append("mutex share: lock-related frames in the client's on-CPU samples")
         ns = sorted({len(c.repeats) for c in self.cells})

@@ -25,11 +25,18 @@ from harness.format.numbers import DASH, human, human_ratio, percent
 from harness.probes.kinds import futex, offwake
 from harness.probes.kinds.futex import top_stacks
 from harness.probes.metrics import op_count
-from harness.report.data import Code, Facts, Finding, cell_comparison, finding_text
+from harness.report.data import (
+    Code,
+    Facts,
+    Finding,
+    cell_comparison,
+    compared_cell,
+    finding_text,
+)
 from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import as_json
 from harness.rundoc.model import Cell, RunDoc
-from harness.stats import ALPHA, compare_samples, metric_values, params_key, smallest_p
+from harness.stats import ALPHA, compare_samples, metric_values, smallest_p
 
 # Below these totals in the slower cell a rule says nothing: too few events to name a cause.
 MIN_PAIR_WAKEUPS = 100
@@ -44,8 +51,8 @@ Values = list[float]
 
 @dataclass(frozen=True)
 class Contrast:
-    """A strategy slower than the other of its pair (one of them the baseline), by the
-    headline metric's interval."""
+    """A strategy slower than the other of its pair (one compared with the other: its twin
+    or the baseline), by the headline metric's interval."""
 
     facts: Facts
     slow: Cell
@@ -320,16 +327,14 @@ RULES: tuple[Callable[[Contrast], Finding | None], ...] = (
 
 
 def contrasts(facts: Facts, metric: str | None) -> list[Contrast]:
-    """Each strategy against the baseline of its scenario and params, where the headline
-    metric's interval says which of the two is slower."""
+    """Each strategy against the cell it is compared with (its twin's, or the baseline's) of
+    its scenario and params, where the headline metric's interval says which of the two is
+    slower."""
     if metric is None:
         return []
-    bases = {
-        (c.scenario, params_key(c.params)): c for c in facts.cells if c.strategy == facts.baseline
-    }
     out = []
     for cell in facts.cells:
-        base = bases.get((cell.scenario, params_key(cell.params)))
+        base = compared_cell(facts, cell)
         entry = cell_comparison(facts.index, cell, metric)
         if base is None or base is cell or entry is None or entry["better"] is None:
             continue

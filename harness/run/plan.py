@@ -99,6 +99,19 @@ class Plan:
         every_round = sum(not v.explain for v in sets)
         return self.repeats * every_round + self.explain_repeats * sum(v.explain for v in sets)
 
+    def twins(self) -> dict[str, str]:
+        """The twins describe names for the run's strategies (strategy -> its twin), whether
+        or not the twin is in the run."""
+        return {s: t for s, t in self.description.twins.items() if s in self.strategies}
+
+    def compared_with(self, strategy: str) -> str | None:
+        """The strategy a cell of `strategy` is compared with: its twin when the run has it,
+        else the baseline; None for the baseline without a twin in the run."""
+        twin = self.description.twins.get(strategy)
+        if twin is not None and twin in self.strategies:
+            return twin
+        return None if strategy == self.baseline else self.baseline
+
     def metrics(self) -> list[Mapping[str, Any]]:
         """The metrics run.json declares: the workload's, then the probes' when there are any."""
         return [*self.description.metrics, *(registry.declared_metrics() if self.probes else ())]
@@ -120,6 +133,7 @@ class Plan:
             "probes_unavailable": registry.unavailable_here(spec.name for spec in self.probes),
             **self._sets(),
             "baseline": self.baseline,
+            **({"compare_with": twins} if (twins := self.twins()) else {}),
             "scale": self.scale,
             **self.profile.config(),
             **({"cpuset": self.cpuset, "cpuset_auto": self.cpuset_auto} if self.cpuset else {}),

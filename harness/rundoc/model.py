@@ -166,7 +166,12 @@ class Config(Record):
     one probe's name, or `explain` when the measurement repeats carry the same probes, sched
     counters-only); absent without explain repeats."""
     baseline: str
-    """The strategy the others are compared with."""
+    """The strategy the others are compared with (but those compared with their twin)."""
+    compare_with: Absent[dict[str, str]] = None
+    """The twins the suite's describe names for the run's strategies (strategy -> the strategy
+    it is compared with instead of the baseline), whether or not the twin ran: a strategy
+    whose twin is not among `strategies` is compared with the baseline. Absent when the suite
+    names none (and in runs from before it was recorded)."""
     scale: Scale | None
     """Set by `harness bench` when suite.toml scales its matrix; null otherwise."""
     perf_frequency_hz: int
@@ -430,6 +435,11 @@ class Cell(Record):
     scenario: str
     params: dict[str, ParamValue]
     """The parameters the harness set (--param, the sweep)."""
+    baseline: Absent[str] = None
+    """The strategy this cell is compared with, at the same scenario and params: its twin
+    (`config.compare_with`) when the run has it, else `config.baseline`. Absent for a cell of
+    the baseline without a twin, which is compared with nothing (and in runs from before it
+    was recorded: read those with RunDoc.baseline_of)."""
     resolved_params: dict[str, Any]
     """Every parameter as the workload resolved it (from its first result)."""
     repeats: list[dict[str, Any]]
@@ -472,14 +482,14 @@ class Cell(Record):
 
 
 class Comparison(Record):
-    """A candidate cell against the baseline cell of the same scenario and params, on one
-    metric."""
+    """A candidate cell against the cell it is compared with (its `baseline`) of the same
+    scenario and params, on one metric."""
 
     metric: str
     scenario: str
     params: dict[str, ParamValue]
     baseline: str
-    """The baseline strategy."""
+    """The strategy it is compared with: the cell's `baseline`."""
     candidate: str
     """The compared strategy."""
     better: str | None
@@ -547,7 +557,8 @@ class RunDoc(Record):
     """The workload's declared metrics, then the probes' when the run has probes."""
     cells: list[Cell]
     comparisons: list[Comparison]
-    """Every non-baseline cell x declared metric; empty until the run ends."""
+    """Every cell compared with another (its `baseline`) x declared metric; empty until the
+    run ends."""
     plots: list[Plot]
     probe_overhead: Absent[Ratios] = None
     """--probe-overhead: probe set -> geometric mean of the cells' ratios."""
@@ -567,6 +578,19 @@ class RunDoc(Record):
         """Declared metric -> its unit (empty without one)."""
         return {m.name: m.unit or "" for m in self.metrics}
 
+    def baseline_of(self, cell: Cell) -> str | None:
+        """The strategy the cell is compared with (None: with nothing)."""
+        return compared_with(cell.strategy, cell.baseline, self.config.baseline)
+
     def named_probes(self) -> frozenset[str]:
         """The probes the user named in --probes (config.probes_named)."""
         return frozenset(self.config.probes_named or ())
+
+
+def compared_with(strategy: str, recorded: str | None, run_baseline: str | None) -> str | None:
+    """The strategy a cell of `strategy` is compared with: the one its run.json `baseline`
+    records, else (a run from before cells recorded it) the run's baseline for any other
+    strategy; None for the baseline's own cell."""
+    if recorded is not None:
+        return recorded
+    return None if strategy == run_baseline else run_baseline

@@ -36,6 +36,9 @@ def header(page: Context, title: str) -> None:
         ("explain repeats", esc(data.explain_text(config))),
         ("baseline", esc(page.baseline) if page.baseline else "none"),
     ]
+    twins = [f"{s} vs {t}" for s, t in (config.compare_with or {}).items()]
+    if twins:  # as describe names them; the summary's notes say which the run lacked
+        facts.append(("twins", esc(", ".join(twins))))
     if config.mutex_patterns:
         patterns = ", ".join(f"<code>{esc(p)}</code>" for p in config.mutex_patterns)
         facts.append(("mutex patterns", patterns))

@@ -30,7 +30,9 @@ def figure_cell(metric: str, summary: Mapping[str, Any] | None, unit: str | None
     return f'<td><span class="med">{esc(median)}</span>{ci}</td>'
 
 
-def ratio_cell(entry: Mapping[str, Any] | None) -> str:
+def ratio_cell(entry: Mapping[str, Any] | None, twin_mark: str = "") -> str:
+    """The ratio with its significance mark and interval; `twin_mark` after it when the
+    cell is compared with its twin (named under the table)."""
     ratio, interval = ratio_texts(entry)
     if entry is None or entry.get("ratio") is None:
         reason = entry.get("reason") if entry else "no comparison in run.json"
@@ -39,6 +41,9 @@ def ratio_cell(entry: Mapping[str, Any] | None) -> str:
     mark = ""
     if entry.get("significant"):
         mark = f' <span class="{esc(verdict)}" title="p &lt; 0.05: {esc(verdict)}">*</span>'
+    if twin_mark:
+        title = f"against its twin, {entry.get('baseline')}"
+        mark += f' <span class="twin" title="{esc(title)}">{esc(twin_mark)}</span>'
     ci = f'<span class="ci">[{esc(interval)}]</span>' if interval else ""
     return f'<td><span class="med">{esc(ratio)}{mark}</span>{ci}</td>'
 

@@ -10,6 +10,7 @@ from harness.format.cells import param_text, varying_params
 from harness.format.figures import p_text, value_text
 from harness.format.notes import notes, probe_notes
 from harness.format.numbers import DASH
+from harness.format.twins import TWIN_MARK, missing_twins, vs_column
 from harness.report import data
 from harness.report.sections.context import Context
 from harness.report.sections.markup import esc, figure_cell, inline, ratio_cell, runs_cell
@@ -25,7 +26,8 @@ def summary(page: Context) -> None:
     for scenario, group in data.scenarios(page.cells).items():
         scenario_table(page, scenario, group)
     shown = [e for e in page.entries if e["metric"] == page.metric and e["reason"]]
-    lines = notes(shown) + probe_notes(page.cell_docs, page.run.named_probes())
+    lines = [f"note: {line}" for line in missing_twins(page.run)]
+    lines += notes(shown) + probe_notes(page.cell_docs, page.run.named_probes())
     if page.unreported:
         lines.append("declared by the suite but reported by no cell: " + ", ".join(page.unreported))
     for line in lines:
@@ -38,7 +40,8 @@ def legend(page: Context) -> str:
     if page.metric is not None:
         text += (
             f" vs {page.baseline}: ratio of {page.label(page.metric)} medians to the "
-            "baseline's at the same scenario and params [95% bootstrap interval];"
+            f"baseline's at the same scenario and params (to the strategy's twin's where "
+            f"marked {TWIN_MARK}) [95% bootstrap interval];"
             " * Mann-Whitney U two-sided p < 0.05 (green better, red worse)."
         )
     text += " mutex share: lock-related frames in the client's on-CPU samples."
@@ -63,18 +66,16 @@ def legend(page: Context) -> str:
 
 def scenario_table(page: Context, scenario: str, group: Sequence[Cell]) -> None:
     params = varying_params([page.cell_doc(c) for c in group])
-    against = (
-        page.baseline if page.metric and any(c.strategy == page.baseline for c in group) else None
-    )
+    vs = vs_column(page.run, group) if page.metric else None
     page.add(f"<h3>scenario {esc(scenario)}</h3>", '<div class="scroll"><table>', "<tr>")
     # The metric compared with the baseline first, its ratio and p next to it.
-    lead = [n for n in page.columns if n == page.metric] if against is not None else []
+    lead = [n for n in page.columns if n == page.metric] if vs is not None else []
     rest = [n for n in page.columns if n not in lead]
     page.add('<th class="l">strategy</th>')
     page.add(*(f"<th>{esc(name)}</th>" for name in params))
     page.add(*(f"<th>{esc(page.label(name))}</th>" for name in lead))
-    if against is not None:
-        page.add(f"<th>vs {esc(against)}</th><th>p</th>")
+    if vs is not None:
+        page.add(f"<th>{esc(vs.heading)}</th><th>p</th>")
     page.add(*(f"<th>{esc(page.label(name))}</th>" for name in rest))
     page.add("<th>runs</th></tr>")
     for cell in group:
@@ -84,16 +85,20 @@ def scenario_table(page: Context, scenario: str, group: Sequence[Cell]) -> None:
         page.add(*(f"<td>{esc(param_text(cell.params.get(name)))}</td>" for name in params))
         for name in lead:
             page.add(figure_cell(name, summary.get(name), page.units.get(name)))
-        if against is not None and page.metric is not None:
-            if cell.strategy == against:
+        if vs is not None and page.metric is not None:
+            if vs.uncompared(cell.strategy):
                 page.add('<td class="dim">baseline</td><td></td>')
             else:
                 entry = data.cell_comparison(page.index, cell, page.metric)
-                page.add(ratio_cell(entry), f"<td>{esc(p_text(entry))}</td>")
+                mark = TWIN_MARK if vs.twin(cell.strategy) is not None else ""
+                page.add(ratio_cell(entry, mark), f"<td>{esc(p_text(entry))}</td>")
         for name in rest:
             page.add(figure_cell(name, summary.get(name), page.units.get(name)))
         page.add(runs_cell(cell), "</tr>")
     page.add("</table></div>")
+    footnote = vs.footnote() if vs is not None else None
+    if footnote is not None:
+        page.add(f'<p class="dim">{esc(footnote)}</p>')
 
 
 def findings(page: Context) -> None:
@@ -135,10 +140,13 @@ def failures(page: Context) -> None:
 def cell_comparisons(page: Context, cell: Cell) -> None:
     if not page.baseline:
         return
-    page.add(f"<h3>Compared with {esc(page.baseline)}</h3>")
-    if cell.strategy == page.baseline:
+    against = page.run.baseline_of(cell)
+    if against is None:
+        page.add(f"<h3>Compared with {esc(page.baseline)}</h3>")
         page.add('<p class="dim">this is the baseline cell</p>')
         return
+    twin = " (its twin)" if against != page.baseline else ""
+    page.add(f"<h3>Compared with {esc(against)}{twin}</h3>")
     key = data.comparison_key(cell.scenario, cell.strategy, cell.params, "")
     entries = [
         e

@@ -1,0 +1,194 @@
+"""A strategy compared with its twin (describe's compare_with) rather than the suite's
+baseline: in run.json's cells and comparisons, the table's vs column, the findings and the
+reports; a run without the twin falls back to the baseline and says so; a describe naming an
+unknown twin is refused. The pair fixture suite: `driver` (950 ops/s)
+names `driver-bare` (1000 ops/s); the baseline `none` is another client (5000 ops/s)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES, OTHERS_RUNNING, line_with, run_harness
+
+from harness.rundoc.jsonfile import load_run
+from harness.stats import compare_cells, summarize_cell
+
+pytestmark = pytest.mark.unit
+
+PAIR = FIXTURES / "twin-suites" / "pair"
+WINDOW = ["--repeat", "4", "--duration-s", "0.05", "--warmup-s", "0"]
+
+
+def ascii_text(text: str) -> str:
+    return text.replace("\N{EN DASH}", "-").replace("\N{MULTIPLICATION SIGN}", "x")
+
+
+def pair_run(env: dict[str, str], *args: str) -> tuple[str, Path]:
+    """`harness run PAIR ARGS`: its table (stdout) and its run directory."""
+    done = run_harness(["run", str(PAIR), *WINDOW, *args], env)
+    assert done.returncode == 0, done.stderr
+    said = line_with(done.stdout + done.stderr, "run directory: ")
+    return ascii_text(done.stdout), Path(said.split("run directory: ", 1)[1])
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The harness's environment for the module's runs, under one temporary folder."""
+    root = tmp_path_factory.mktemp("twins")
+    values = {
+        "HARNESS_PROBES": "none",
+        "HARNESS_WORKLOADS": str(FIXTURES),
+        "HARNESS_RESULTS": str(root / "results"),
+        "HARNESS_LOCK": str(root / "harness.lock"),
+        "COLUMNS": "160",
+    }
+    yield {k: v for k, v in os.environ.items() if k != "HARNESS_SUITES_PATH"} | values
+
+
+@pytest.fixture(scope="module")
+def twinned(env: dict[str, str]) -> tuple[str, Path]:
+    """All three strategies: driver against driver-bare, driver-bare against none."""
+    return pair_run(env)
+
+
+@pytest.fixture(scope="module")
+def twinless(env: dict[str, str]) -> tuple[str, Path]:
+    """driver and none: driver's twin is not in the run."""
+    return pair_run(env, "--strategies", "driver,none")
+
+
+def test_run_json_records_each_cell_s_baseline(twinned: tuple[str, Path]) -> None:
+    _, run_dir = twinned
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert doc["config"]["baseline"] == "none"
+    assert doc["config"]["compare_with"] == {"driver": "driver-bare"}
+    assert {c["strategy"]: c.get("baseline") for c in doc["cells"]} == {
+        "none": None,
+        "driver": "driver-bare",
+        "driver-bare": "none",
+    }
+    assert "baseline" not in next(c for c in doc["cells"] if c["strategy"] == "none")
+    against = {e["candidate"]: e["baseline"] for e in doc["comparisons"]}
+    assert against == {"driver": "driver-bare", "driver-bare": "none"}
+    driver = next(e for e in doc["comparisons"] if e["candidate"] == "driver")
+    assert driver["ratio"] == pytest.approx(0.95, abs=0.005)
+
+
+def test_a_run_without_the_twin_compares_with_the_baseline(twinless: tuple[str, Path]) -> None:
+    _, run_dir = twinless
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert doc["config"]["compare_with"] == {"driver": "driver-bare"}
+    assert {c["strategy"]: c.get("baseline") for c in doc["cells"]} == {
+        "driver": "none",
+        "none": None,
+    }
+    assert {e["candidate"]: e["baseline"] for e in doc["comparisons"]} == {"driver": "none"}
+
+
+def test_a_describe_naming_an_unknown_twin_is_refused_in_one_line(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    done = run_harness(
+        ["run", str(PAIR), *WINDOW], env | {"PAIR_TWIN": "ghost", "HARNESS_RESULTS": str(results)}
+    )
+    lines = [x for x in done.stderr.strip().splitlines() if not x.startswith(OTHERS_RUNNING)]
+    assert done.returncode == 1 and done.stdout == ""
+    assert lines == [
+        f"harness: error: `{PAIR / 'pair.py'} describe` broke the workload contract: "
+        "strategies[1].compare_with: unknown strategy 'ghost' (valid: none, driver, driver-bare)"
+    ]
+    assert not results.exists()
+
+
+def test_compare_cells_takes_each_cell_s_baseline_and_older_cells_the_run_s() -> None:
+    def cell(strategy: str, ops: float, baseline: str | None = None) -> dict[str, Any]:
+        repeats = [{"ops_per_sec": ops * f} for f in (1.0, 0.99, 1.01, 0.98)]
+        recorded = {"baseline": baseline} if baseline else {}
+        return {
+            "strategy": strategy,
+            "scenario": "steady",
+            "params": {},
+            "repeats": repeats,
+            "summary": summarize_cell(repeats),
+        } | recorded
+
+    metric = [{"name": "ops_per_sec", "better": "higher"}]
+    twinned = [cell("none", 5000), cell("driver", 950, "driver-bare"), cell("driver-bare", 1000)]
+    entries = compare_cells(twinned, "none", metric)
+    assert [(e["candidate"], e["baseline"]) for e in entries] == [
+        ("driver", "driver-bare"),
+        ("driver-bare", "none"),
+    ]
+    assert entries[0]["ratio"] == pytest.approx(0.95)
+    # A run.json from before cells recorded their baseline: every other strategy vs the run's.
+    older = [cell("none", 5000), cell("driver", 950), cell("driver-bare", 1000)]
+    entries = compare_cells(older, "none", metric)
+    assert [(e["candidate"], e["baseline"]) for e in entries] == [
+        ("driver", "none"),
+        ("driver-bare", "none"),
+    ]
+
+
+def test_an_older_run_json_without_cell_baselines_reads_as_compared_with_the_baseline(
+    twinned: tuple[str, Path], tmp_path: Path
+) -> None:
+    doc = json.loads((twinned[1] / "run.json").read_text())
+    del doc["config"]["compare_with"]
+    for cell in doc["cells"]:
+        cell.pop("baseline", None)
+    (tmp_path / "run.json").write_text(json.dumps(doc))
+    run = load_run(tmp_path / "run.json")
+    assert {c.strategy: run.baseline_of(c) for c in run.cells} == {
+        "none": None,
+        "driver": "none",
+        "driver-bare": "none",
+    }
+
+
+def test_the_table_compares_the_driver_with_its_twin(twinned: tuple[str, Path]) -> None:
+    table, _ = twinned
+    assert "vs none" in table
+    driver = line_with(table, " driver ")
+    assert "0.95x *" in driver and driver.rstrip().endswith("\N{DAGGER}"), table
+    bare = line_with(table, "driver-bare")
+    assert "0.20x *" in bare and "\N{DAGGER}" not in bare, table
+    assert line_with(table, " none ", "k [").rstrip().endswith("baseline")
+    assert "\N{DAGGER} against its twin, not none: driver vs driver-bare" in table
+    assert "is compared with none, not" not in table
+
+
+def test_the_findings_and_the_reports_use_the_twin(twinned: tuple[str, Path]) -> None:
+    _, run_dir = twinned
+    summary = ascii_text((run_dir / "summary.md").read_text())
+    assert "- `driver`: 0.95x the ops/s of `driver-bare` (its twin) [95% CI" in summary
+    assert "- `driver-bare`: 0.20x the ops/s of `none` [95% CI" in summary
+    assert "the ops/s of `driver` " not in summary  # the best against the worst: said already
+    assert "`driver` vs `driver-bare`" in summary  # what was run: the twins
+    row = next(line for line in summary.splitlines() if line.startswith("| `driver` |"))
+    assert "0.95x \\*" in row and "\N{DAGGER}" in row
+    html = (run_dir / "report.html").read_text()
+    assert "<h3>Compared with driver-bare (its twin)</h3>" in html
+    assert "<h3>Compared with none</h3>" in html
+    assert "against its twin, not none: driver vs driver-bare" in html
+
+
+def test_the_table_and_the_summary_say_when_the_twin_is_not_in_the_run(
+    twinless: tuple[str, Path],
+) -> None:
+    table, run_dir = twinless
+    driver = line_with(table, " driver ")
+    assert "0.19x *" in driver and "\N{DAGGER}" not in driver
+    note = (
+        "note: driver is compared with none, not compared with its twin driver-bare: the run "
+        "has no driver-bare cells (--strategies driver,driver-bare,...)"
+    )
+    assert note in table.replace("\n", " ")
+    summary = ascii_text((run_dir / "summary.md").read_text())
+    assert "- `driver`: 0.19x the ops/s of `none` [95% CI" in summary
+    assert "> note: driver is compared with none, not compared with its twin" in summary
