@@ -34,7 +34,7 @@ def test_the_first_bad_commit_is_explained(tmp_path: Path, harness_env: dict[str
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
-    assert doc["first_bad"] == hashes[2]
+    assert doc["first_bad"] == hashes[2], done.stderr
     assert doc["finding"].startswith("CPU per op "), doc["finding"]
     assert "95% CI" in doc["finding"] and "top growth" in doc["finding"]
     for figure in ("off-CPU per op", "wake-ups per op", "context switches per op",

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.format.numbers import human, percent
-from harness.probes.kinds import futex
+from harness.probes.kinds import futex, offwake, oncpu
 from harness.probes.kinds.futex import top_stacks
 from harness.report.data import Facts
 from harness.report.mechanism import (
@@ -72,7 +72,7 @@ class Side:
     def graphs(self) -> dict[str, str]:
         """The cell's profiles' graphs (on-CPU, off-wake, futex off-CPU, wake-ups): paths."""
         profile = self.cell.profile
-        named = {"oncpu": profile.svg, "offwake": profile.offwake_svg,
+        named = {oncpu.NAME: profile.svg, offwake.NAME: profile.offwake_svg,
                  "futex_offcpu": profile.offcpu_svg, "wakeups": profile.wakeup_svg}  # fmt: skip
         return {key: str(self.run_dir / path) for key, path in named.items() if path}
 

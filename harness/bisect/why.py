@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.bisect import waits
 from harness.format.numbers import human, percent
+from harness.probes.kinds import futex, offwake, oncpu, sched
 from harness.profiles import folded, inferno
 from harness.profiles.cells import gather
 from harness.profiles.run_diff import diff_runs
@@ -23,7 +24,7 @@ from harness.stats import compare_samples, metric_values
 
 # The explanation runs' probes: CPU per op and the scheduling figures, the on-CPU profile,
 # the futex waits and the off-wake (blocked -- waker) stacks.
-PROBES = "sched,oncpu,futex,offwake"
+PROBES = ",".join(kind.NAME for kind in (sched, oncpu, futex, offwake))
 
 
 @dataclass(frozen=True)
