@@ -103,3 +103,24 @@ def test_a_slot_reuses_its_path_and_target_folder_and_no_stale_binary(tmp_path: 
     workspace.close()
     assert not workspace.worktrees.exists() and not workspace.cache.exists()
     assert len(git(repo, "worktree", "list").splitlines()) == 1
+
+
+def test_a_users_target_folder_with_a_symlink_is_not_copied(tmp_path: Path) -> None:
+    """The build writes into the copy as root: a link in it could lead outside the folder."""
+    repo = tmp_path / "repo"
+    first, _, _ = make(repo)
+    mine = repo / "app" / "target"
+    (mine / "release").mkdir(parents=True)
+    (mine / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (mine / "release" / "deps").symlink_to(outside)
+    workspace = Workspace(tmp_path / "results" / "bisect", repo)
+    one = build(workspace, Target("app", repo, "app"), first, StopFlag(), "good")
+    assert one.suite is not None, one.reason
+    copy = workspace.cache / "cargo-target-good"
+    assert not (copy / "CACHEDIR.TAG").exists()  # built from nothing
+    assert (copy / "builds").read_text().splitlines() == [str(workspace.worktrees / "good" / "app")]
+    assert one.log is not None and "holds a symbolic link" in one.log.read_text()
+    assert list(outside.iterdir()) == []
+    workspace.close()

@@ -100,6 +100,10 @@ def _seed(
     if not sources:
         return
     source = sources[0]
+    if source == own and _has_symlink(own):
+        # The build would write through it, as root, outside the bisection's folder.
+        out.write(f"# not copied: {own} holds a symbolic link\n")
+        return
     out.write(f"$ cp -a {source} {cargo_target}  # a target folder built already\n")
     out.flush()
     copy = ["cp", "-a", "--reflink=auto", "--", str(source), str(cargo_target)]
@@ -110,6 +114,13 @@ def _seed(
             shutil.rmtree(cargo_target, ignore_errors=True)
     if code != 0:
         shutil.rmtree(cargo_target, ignore_errors=True)
+
+
+def _has_symlink(folder: Path) -> bool:
+    for root, dirs, files in os.walk(folder):
+        if any(os.path.islink(os.path.join(root, name)) for name in (*dirs, *files)):
+            return True
+    return False
 
 
 def _run(
