@@ -24,7 +24,9 @@ def test_the_first_bad_commit_is_explained(tmp_path: Path, harness_env: dict[str
         pytest.fail(f"{problem}: `make deps` installs it")
     repo = tmp_path / "repo"
     # Longer repeats than test_bisect.py's, so that the on-CPU profile has samples.
-    hashes = make_repo(repo, [3000, 3000, 30000, 30000])
+    # The search tries hashes[2] (bad), then hashes[1] (good): the candidate slot then holds
+    # the last good build, and only the first bad one is built again for the explanation.
+    hashes = make_repo(repo, [3000, 3000, 30000, 30000, 30000])
     done = run_harness(
         ["bisect", str(repo / "bench"), "--good", hashes[0], "--bad", hashes[-1],
          "--rounds", "6", "--max-rounds", "6", "--duration-s", "0.1", "--warmup-s", "0",
@@ -35,6 +37,9 @@ def test_the_first_bad_commit_is_explained(tmp_path: Path, harness_env: dict[str
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["first_bad"] == hashes[2], done.stderr
+    assert [s["commit"] for s in doc["steps"]] == [hashes[2], hashes[1]]
+    assert [(b["commit"], b["slot"]) for b in doc["builds"]][-1] == (hashes[2], "good")
+    assert len(doc["builds"]) == 2 + 2 + 1  # the ends, the steps, the first bad again
     assert doc["finding"].startswith("CPU per op "), doc["finding"]
     assert "95% CI" in doc["finding"] and "top growth" in doc["finding"]
     for figure in ("off-CPU per op", "wake-ups per op", "context switches per op",

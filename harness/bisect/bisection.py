@@ -289,11 +289,13 @@ class Bisection:
             self.say(
                 f"bisect: explaining: runs of {last_good[:12]} and {first_bad[:12]} with profiles"
             )
-            # The last good commit's build goes in the good end's slot, no longer needed as a
-            # reference, and the first bad's in the candidate slot (each is there already when
-            # it was the last built there; else it is built again, incrementally).
-            good_suite = self._built(last_good, REFERENCE)
-            bad_suite = self._built(first_bad, CANDIDATE)
+            # Each build is taken from the slot that holds it; the other is built again,
+            # incrementally, in the other slot (the good end's is no longer a reference).
+            held = self.slots.get(CANDIDATE)
+            swap = held is not None and held[0] == last_good
+            good_slot, bad_slot = (CANDIDATE, REFERENCE) if swap else (REFERENCE, CANDIDATE)
+            good_suite = self._built(last_good, good_slot)
+            bad_suite = self._built(first_bad, bad_slot)
             found = self.explain(good_suite, bad_suite, self.cell, self.workspace.folder / "why")
             graph = found.diff_flamegraph
             self.doc["finding"] = found.finding
