@@ -189,5 +189,8 @@ def test_history_power_prints_a_table_and_json(
     # concurrency is 64 in both series: no parameter differs, a dash
     assert row.split()[1:6] == ["steady", "\N{EN DASH}", "ops_per_sec", "3", "5"]
     assert f"{100 * night:.1f}%" in next(line for line in lines if line.split()[:1] == ["none"])
-    code, out, err = harness(["history", "power", "--db", url, "--suite", "nope"], capsys)
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "'nope'" in err
+    code, out, err = harness(["history", "power", "--db", url, "--metric", "ops_per_sec"], capsys)
+    assert code == 0 and out.count("ops_per_sec") == 2
+    for option in ("--suite", "--metric"):
+        code, out, err = harness(["history", "power", "--db", url, option, "nope"], capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "'nope'" in err

@@ -40,6 +40,7 @@ def add_parser(verbs: Commands) -> None:
             """),
     )
     p.add_argument("--suite", metavar="S", help="only the series of suite S")
+    p.add_argument("--metric", metavar="M", help="only the series of metric M (ops_per_sec)")
     p.add_argument(
         "--json",
         action="store_true",
@@ -52,8 +53,10 @@ def add_parser(verbs: Commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     found = read(args, lambda conn: series_power(conn, suite=args.suite))
+    found = [p for p in found if args.metric is None or p.metric == args.metric]
     if not found:
         what = f"of suite {args.suite!r} " if args.suite else ""
+        what += f"of metric {args.metric!r} " if args.metric else ""
         raise BadInput(f"no series {what}in the history (harness history list shows its runs)")
     if args.json:
         print(json.dumps([dataclasses.asdict(item) for item in found], indent=2))
