@@ -12,15 +12,12 @@ stamp's resolution of the moment it was read would look the same changed again."
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import os
 import time
 from pathlib import Path
 
+from harness import kept
 from harness.describe import Description, describe_output, read_description
-from harness.paths import results_root
 from harness.suites import Suite
 
 FORMAT = 1  # of an entry; another makes every entry a miss
@@ -33,22 +30,22 @@ Entry = tuple[str, tuple[int, ...]]
 
 
 def cache_folder() -> Path:
-    return results_root() / "cache" / "describe"
+    return kept.path("describe")
 
 
 def describe_cached(suite: Suite) -> Description:
     """The suite's description, from its kept describe output while that is current, else
     from its binary (as describe.describe), kept for the next call."""
-    entry = cache_folder() / f"{_digest([str(suite.binary), str(suite.folder)])}.json"
+    entry = cache_folder() / f"{kept.digest([str(suite.binary), str(suite.folder)])}.json"
     before = _fingerprint(suite)
     if before is not None:
-        output = _kept(entry, before[0])
+        output = kept.read(entry, before[0])
         if output is not None:
             return read_description(suite, output)
     output = describe_output(suite)
     description = read_description(suite, output)  # an output that fails is not kept
     if before is not None and before[1] and _fingerprint(suite) == before:
-        _keep(entry, before[0], output)
+        kept.write(entry, before[0], output)
     return description
 
 
@@ -57,14 +54,14 @@ def _fingerprint(suite: Suite) -> tuple[str, bool] | None:
     None when it cannot be read (or is too large to be worth it)."""
     now_ns = time.time_ns()
     try:
-        entries: list[Entry] = [(f"binary {suite.binary}", _stat(suite.binary.stat()))]
+        entries: list[Entry] = [(f"binary {suite.binary}", kept.stat_key(suite.binary.stat()))]
         if not _walk(suite.folder, "", entries):
             return None
     except OSError:
         return None
     newest_ns = max(max(times[-2:]) for _, times in entries)
     settled = newest_ns < now_ns - SETTLED_S * 1e9
-    return _digest([FORMAT, str(suite.folder), entries]), settled
+    return kept.digest([FORMAT, str(suite.folder), entries]), settled
 
 
 def _walk(folder: Path | str, prefix: str, entries: list[Entry]) -> bool:
@@ -77,43 +74,10 @@ def _walk(folder: Path | str, prefix: str, entries: list[Entry]) -> bool:
     for e in found:
         name = f"{prefix}{e.name}"
         try:
-            entries.append((name, _stat(e.stat())))
+            entries.append((name, kept.stat_key(e.stat())))
         except FileNotFoundError:  # a dangling link
             entries.append((f"{name} -> {os.readlink(e.path)}", (0, 0)))
         inside = e.is_dir(follow_symlinks=False) and e.name not in _SKIPPED
         if len(entries) > MAX_ENTRIES or (inside and not _walk(e.path, f"{name}/", entries)):
             return False
     return True
-
-
-def _stat(st: os.stat_result) -> tuple[int, ...]:
-    """What changes when a file changes; the two times last (the settled check reads them)."""
-    return st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-
-
-def _digest(value: object) -> str:
-    return hashlib.sha256(json.dumps(value).encode()).hexdigest()
-
-
-def _kept(entry: Path, fingerprint: str) -> str | None:
-    try:
-        data = json.loads(entry.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("fingerprint") != fingerprint:
-        return None
-    output = data.get("output")
-    return output if isinstance(output, str) else None
-
-
-def _keep(entry: Path, fingerprint: str, output: str) -> None:
-    """Writes the entry whole (a reader sees the old one or the new one), or nothing: a
-    results folder that cannot be written only costs the next call its describe."""
-    part = entry.with_name(f".{entry.name}.{os.getpid()}")
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        part.write_text(json.dumps({"fingerprint": fingerprint, "output": output}))
-        part.replace(entry)
-    except OSError:
-        with contextlib.suppress(OSError):
-            part.unlink(missing_ok=True)

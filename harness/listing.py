@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,9 +11,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from harness import kept
 from harness.describe import Description, render
 from harness.format.names import printable
 from harness.suites import Suite
+
+# The modules whose code lays the tables out: a kept text is of their files as they were.
+_DRAWN_BY = ("harness.listing", "harness.format.names", "harness.describe", "rich.table")
 
 
 def suite_entry(
@@ -59,6 +65,28 @@ def suite_entry(
         metrics=list(description.metrics),
     )
     return entry
+
+
+def print_suites_kept(entries: Sequence[dict[str, Any]], console: Console) -> None:
+    """print_suites, its text kept (<results>/cache/list.json) for the next call with the same
+    entries on a console of the same size, colours and kind (terminal or not), by the same
+    code: laying the tables out is most of `harness list`'s time."""
+    try:
+        code = [kept.stat_key(os.stat(str(sys.modules[m].__file__))) for m in _DRAWN_BY]
+    except OSError:
+        print_suites(entries, console)
+        return
+    options = [repr(console.options), console.color_system, console.no_color]
+    key = kept.digest([list(entries), options, code])
+    entry = kept.path("list.json")
+    text = kept.read(entry, key)
+    if text is None:
+        with console.capture() as capture:
+            print_suites(entries, console)
+        text = capture.get()
+        kept.write(entry, key, text)
+    console.file.write(text)
+    console.file.flush()
 
 
 def print_suites(entries: Sequence[dict[str, Any]], console: Console) -> None:

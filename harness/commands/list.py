@@ -11,7 +11,7 @@ from harness.commands import consoles
 from harness.commands.parsing import FORMATTER, Commands, help_text
 from harness.describe import DescribeError, Description
 from harness.describe_cache import describe_cached
-from harness.listing import print_suites, suite_entry
+from harness.listing import print_suites_kept, suite_entry
 from harness.paths import suites_path, workloads_root
 
 
@@ -57,5 +57,5 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(entries, indent=2))
     else:
-        print_suites(entries, consoles.stdout())
+        print_suites_kept(entries, consoles.stdout())
     return 1 if any(e["status"].startswith("describe failed") for e in entries) else 0
