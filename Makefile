@@ -97,10 +97,12 @@ bench: deps
 	status=0; $(HARNESS) bench $(suites_flag) $(if $(QUICK),--quick) || status=$$?; \
 	$(HARNESS) history import || status=$$(( status ? status : $$? )); exit $$status
 
-## nightly: bench, import, the dashboard, then the regressions (exit 1 while one is open);
-## scripts/nightly wraps it for cron or a systemd timer (lock, log file)
+## nightly: bench, import, the confirming runs of the night's provisional changes, the
+## dashboard, then the regressions (exit 1 while one is open); scripts/nightly wraps it for
+## cron or a systemd timer (lock, log file)
 nightly:
 	status=0; $(MAKE) --no-print-directory bench || status=$$?; \
+	$(HARNESS) history confirm || status=$$(( status ? status : $$? )); \
 	$(HARNESS) dashboard || status=$$(( status ? status : $$? )); \
 	$(HARNESS) history regressions || status=$$(( status ? status : $$? )); exit $$status
 

@@ -8,6 +8,7 @@ import getpass
 import json
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -20,6 +21,8 @@ from harness.history.importer import now_iso
 from harness.history.schema import (
     acknowledgements,
     change_points,
+    confirmations,
+    confirming_samples,
     events,
     machines,
     points,
@@ -57,10 +60,21 @@ def refresh_pending(engine: Engine) -> int:
     return len(pending)
 
 
-def refresh(conn: Connection, machine_id: int, suite: str) -> None:
-    """Recompute the change points and events of one machine's suite from its whole history."""
+@dataclass(frozen=True)
+class SuiteFigures:
+    """A machine's suite as the detection reads it."""
+
+    runs: Sequence[Any]
+    """Its measured runs' rows (id, run_id, kernel, toolchains), oldest first."""
+    better: dict[int, str | None]
+    """series id -> its metric's direction."""
+    series: dict[int, list[tuple[int, RunFigures]]]
+    """series id -> (run id, figures) of each run with a point of it, oldest first."""
+
+
+def suite_figures(conn: Connection, machine_id: int, suite: str) -> SuiteFigures:
     run_rows = conn.execute(
-        select(runs.c.id, runs.c.kernel, runs.c.toolchains)
+        select(runs.c.id, runs.c.run_id, runs.c.kernel, runs.c.toolchains)
         .where(
             (runs.c.machine_id == machine_id)
             & (runs.c.suite == suite)
@@ -74,12 +88,22 @@ def refresh(conn: Connection, machine_id: int, suite: str) -> None:
             (series.c.machine_id == machine_id) & (series.c.suite == suite)
         )
     ).all()
-    series_ids = [row.id for row in series_rows]
     better = {row.id: row.better for row in series_rows}
-    figures = _figures(conn, series_ids, order)
+    figures = _figures(conn, list(better), order)
+    ordered = {
+        series_id: sorted(by_run.items(), key=lambda item: order[item[0]])
+        for series_id, by_run in figures.items()
+    }
+    return SuiteFigures(run_rows, better, ordered)
+
+
+def refresh(conn: Connection, machine_id: int, suite: str) -> None:
+    """Recompute the change points and events of one machine's suite from its whole history."""
+    figures = suite_figures(conn, machine_id, suite)
+    run_rows, better = figures.runs, figures.better
+    series_ids = list(better)
     found: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for series_id, by_run in figures.items():
-        ordered = sorted(by_run.items(), key=lambda item: order[item[0]])
+    for series_id, ordered in figures.series.items():
         run_ids = [run_id for run_id, _ in ordered]
         for change in series_changes([figure for _, figure in ordered]):
             run_id = run_ids[change.index]
@@ -98,7 +122,7 @@ def refresh(conn: Connection, machine_id: int, suite: str) -> None:
             )
     if series_ids:
         conn.execute(delete(change_points).where(change_points.c.series_id.in_(series_ids)))
-    run_ids_all = list(order)
+    run_ids_all = [row.id for row in run_rows]
     existing = dict(
         conn.execute(
             select(events.c.run_id, events.c.id).where(events.c.run_id.in_(run_ids_all))
@@ -149,10 +173,32 @@ def _figures(
     )
     for point_id, value in conn.execute(sample_query):
         repeats[point_id].append(value)
+    confirming = _confirming(conn, series_ids, recent)
     out: dict[int, dict[int, RunFigures]] = defaultdict(dict)
     for point_id, (series_id, run_id, median) in medians.items():
-        out[series_id][run_id] = RunFigures(median, repeats.get(point_id, []))
+        extra = confirming.get((series_id, run_id), [])
+        out[series_id][run_id] = RunFigures(median, repeats.get(point_id, []), extra)
     return out
+
+
+def _confirming(
+    conn: Connection, series_ids: list[int], run_ids: list[int]
+) -> dict[tuple[int, int], list[float]]:
+    """(series id, run id) -> the repeats of the measured runs that confirmed that run."""
+    found: dict[tuple[int, int], list[float]] = defaultdict(list)
+    query = (
+        select(confirming_samples.c.series_id, confirmations.c.run_id, confirming_samples.c.value)
+        .join(confirmations, confirmations.c.id == confirming_samples.c.confirmation_id)
+        .where(
+            confirming_samples.c.series_id.in_(series_ids)
+            & confirmations.c.run_id.in_(run_ids)
+            & confirmations.c.status.in_(MEASURED)
+        )
+        .order_by(confirmations.c.id, confirming_samples.c.repeat)
+    )
+    for series_id, run_id, value in conn.execute(query):
+        found[(series_id, run_id)].append(value)
+    return found
 
 
 def _annotations(run_rows: Sequence[Any]) -> dict[int, list[str]]:

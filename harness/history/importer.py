@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -16,7 +16,16 @@ from sqlalchemy import Connection, CursorResult, Engine, delete, insert, select,
 
 from harness.history.db import writing
 from harness.history.fingerprint import fingerprint
-from harness.history.schema import artifacts, machines, points, runs, samples, series
+from harness.history.schema import (
+    artifacts,
+    confirmations,
+    confirming_samples,
+    machines,
+    points,
+    runs,
+    samples,
+    series,
+)
 from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import RunLoadError, load_run
 from harness.rundoc.model import RunDoc
@@ -31,6 +40,7 @@ class Imported:
     outcome: Outcome
     machine_id: int
     suite: str
+    confirms: str | None = None  # a confirming run: the run id whose changes it decides
 
 
 def cell_key(strategy: str, scenario: str, params: Mapping[str, Any]) -> str:
@@ -58,7 +68,60 @@ def import_run(engine: Engine, run_dir: Path) -> Imported:
         return Imported(doc.run_id, "skipped", 0, doc.suite)
     digest = hashlib.sha256(file.read_bytes()).hexdigest()
     with writing(engine) as conn:
+        if doc.config.confirms is not None:
+            return _write_confirmation(conn, doc, file, digest)
         return _write(conn, doc, file.parent.resolve(), digest)
+
+
+def _write_confirmation(conn: Connection, doc: RunDoc, file: Path, digest: str) -> Imported:
+    """A confirming run (config.confirms): its repeats, per series of the confirmed run's
+    suite, into confirming_samples, apart from the points; the confirmed run is detected
+    again. A confirming run of a run the history does not have is refused (RunLoadError)."""
+    machine_id = _machine(conn, doc)
+    confirmed = conn.execute(
+        select(runs.c.id).where(
+            (runs.c.machine_id == machine_id) & (runs.c.run_id == doc.config.confirms)
+        )
+    ).scalar()
+    if confirmed is None:
+        raise RunLoadError(
+            f"{file}: it confirms run {doc.config.confirms}, which the history does not have "
+            "on this run's machine (import that run first)"
+        )
+    row = conn.execute(
+        select(confirmations.c.id, confirmations.c.doc_sha256).where(
+            (confirmations.c.run_id == confirmed) & (confirmations.c.confirming_run == doc.run_id)
+        )
+    ).first()
+    result = Imported(doc.run_id, "unchanged", machine_id, doc.suite, doc.config.confirms)
+    if row is not None and row.doc_sha256 == digest:
+        return result
+    values = {
+        "run_id": confirmed,
+        "confirming_run": doc.run_id,
+        "status": doc.status,
+        "run_dir": str(file.parent.resolve()),
+        "doc_sha256": digest,
+        "imported_at": now_iso(),
+    }
+    if row is None:
+        confirmation = _new_id(conn.execute(insert(confirmations).values(values)))
+    else:
+        confirmation = int(row.id)
+        conn.execute(update(confirmations).where(confirmations.c.id == confirmation).values(values))
+        conn.execute(
+            delete(confirming_samples).where(confirming_samples.c.confirmation_id == confirmation)
+        )
+    ids = _series_ids(conn, doc, machine_id)
+    rows = [
+        {"confirmation_id": confirmation, "series_id": series_id, "repeat": i + 1, "value": value}
+        for series_id, values in _repeats(doc, ids).items()
+        for i, value in enumerate(values)
+    ]
+    if rows:
+        conn.execute(insert(confirming_samples), rows)
+    conn.execute(update(runs).where(runs.c.id == confirmed).values(detected=False))
+    return replace(result, outcome="imported" if row is None else "updated")
 
 
 def _write(conn: Connection, doc: RunDoc, run_dir: Path, digest: str) -> Imported:
@@ -196,9 +259,7 @@ def _series_ids(conn: Connection, doc: RunDoc, machine_id: int) -> dict[tuple[st
 def _write_points(conn: Connection, doc: RunDoc, machine_id: int, run_pk: int) -> None:
     ids = _series_ids(conn, doc, machine_id)
     rows = []
-    repeats: dict[int, list[float]] = {}
     for cell in doc.cells:
-        flat = [flatten_metrics(result) for result in cell.repeats]
         for name, summary in cell.summary.items():
             series_id = ids.get((cell.strategy, cell.scenario, params_key(cell.params), name))
             if series_id is None:
@@ -211,9 +272,10 @@ def _write_points(conn: Connection, doc: RunDoc, machine_id: int, run_pk: int) -
                     "ci_low": _finite(summary.ci95_low),
                     "ci_high": _finite(summary.ci95_high),
                     "n": summary.n,
+                    "baseline": doc.baseline_of(cell),
                 }
             )
-            repeats[series_id] = [values[name] for values in flat if name in values]
+    repeats = _repeats(doc, ids)
     if not rows:
         return
     conn.execute(insert(points), rows)
@@ -227,6 +289,19 @@ def _write_points(conn: Connection, doc: RunDoc, machine_id: int, run_pk: int) -
     ]
     if sample_rows:
         conn.execute(insert(samples), sample_rows)
+
+
+def _repeats(doc: RunDoc, ids: Mapping[tuple[str, ...], int]) -> dict[int, list[float]]:
+    """series id -> the values of its metric in the cell's repeats, for the cells' summary
+    metrics that have a series."""
+    repeats: dict[int, list[float]] = {}
+    for cell in doc.cells:
+        flat = [flatten_metrics(result) for result in cell.repeats]
+        for name in cell.summary:
+            series_id = ids.get((cell.strategy, cell.scenario, params_key(cell.params), name))
+            if series_id is not None:
+                repeats[series_id] = [values[name] for values in flat if name in values]
+    return repeats
 
 
 def _finite(value: float) -> float | None:

@@ -215,3 +215,36 @@ event_bisections = _one_per_series_and_run(
     Column("command", Text, nullable=False),
     Column("finished_at", String(32), nullable=False),
 )
+
+# A run that ran the cells of another run's provisional changes again, interleaved with their
+# baseline cells (run.json config.confirms; harness history confirm). Its repeats decide those
+# changes (harness/history/detection.py) and are no points of the series: they are kept here,
+# apart. Deleting the confirmed run deletes them.
+confirmations = Table(
+    "confirmations",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    # The run whose changes it confirms.
+    run_ref(),
+    # The confirming run's own run id, its status, folder and run.json's sha256.
+    Column("confirming_run", String(128), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("run_dir", Text, nullable=False),
+    Column("doc_sha256", String(64), nullable=False),
+    Column("imported_at", String(32), nullable=False),
+    UniqueConstraint("run_id", "confirming_run"),
+)
+
+confirming_samples = Table(
+    "confirming_samples",
+    metadata,
+    Column(
+        "confirmation_id",
+        Integer,
+        ForeignKey("confirmations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("series_id", Integer, ForeignKey("series.id"), primary_key=True),
+    Column("repeat", Integer, primary_key=True),
+    Column("value", Float, nullable=False),
+)

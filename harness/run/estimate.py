@@ -49,7 +49,7 @@ def learn_startup(plans: Sequence[Plan], runs_dir: Path, cpus: int) -> list[Plan
             print(f"harness: start-up estimate: skipped {error}", file=sys.stderr)
             continue
         if run.suite in wanted and run.suite not in learned:
-            startup = _startup_s(run, cpus)
+            startup = startup_of(run, cpus)
             if startup is not None:
                 learned[run.suite] = (startup, run.run_id)
     return [
@@ -62,7 +62,9 @@ def learn_startup(plans: Sequence[Plan], runs_dir: Path, cpus: int) -> list[Plan
     ]
 
 
-def _startup_s(run: RunDoc, cpus: int) -> float | None:
+def startup_of(run: RunDoc, cpus: int) -> float | None:
+    """The start-up of a repeat of `run` (its length over its repeats, less their warm-up and
+    window), when it is complete and of a machine with `cpus` logical CPUs."""
     if run.status != "complete" or run.finished_at is None or run.host.logical_cpus != cpus:
         return None
     config = run.config

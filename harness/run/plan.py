@@ -65,6 +65,7 @@ class Plan:
     cpuset_auto: bool = False  # harness bench's split: pins only a workload with a server
     startup_s: float = STARTUP_ESTIMATE_S  # a repeat's seconds beyond warm-up + duration
     startup_from: str | None = None  # the run whose length gave startup_s, if one did
+    confirms: str | None = None  # the run whose provisional changes it confirms
 
     def schedule(self) -> Iterator[tuple[int, int]]:
         """(cell index, repeat index) pairs in run order, made as they are taken.
@@ -137,6 +138,7 @@ class Plan:
             "scale": self.scale,
             **self.profile.config(),
             **({"cpuset": self.cpuset, "cpuset_auto": self.cpuset_auto} if self.cpuset else {}),
+            **({"confirms": self.confirms} if self.confirms else {}),
         }
 
     def _sets(self) -> dict[str, Any]:

@@ -192,6 +192,11 @@ class Config(Record):
     whose ready event lists a server process)."""
     scratch: Absent[list[ScratchFile]] = None
     """The scratch files of a suite with [scratch], one per distinct folder and size."""
+    confirms: Absent[str] = None
+    """The run id of the nightly run whose provisional changes this run confirms (`harness
+    history confirm`): its cells are those changes' cells and their baseline cells,
+    interleaved; the history keeps its repeats apart from the series' points. Absent in
+    every other run."""
 
 
 class Metric(Record):
