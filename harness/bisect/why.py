@@ -14,9 +14,9 @@ from typing import Any
 
 from harness.bisect import waits
 from harness.format.numbers import human, percent
+from harness.probes.gather import gather
 from harness.probes.kinds import futex, offwake, oncpu, sched
 from harness.profiles import folded, inferno
-from harness.profiles.cells import gather
 from harness.profiles.run_diff import diff_runs
 from harness.report.mechanism import CPU_METRICS, GROWTH_FRAMES, ratio_clause
 from harness.rundoc.model import RunDoc

@@ -25,6 +25,7 @@ from rich.console import Console
 from harness.checks import Check
 from harness.probes import availability
 from harness.probes.probe import Probe, ProbeResult, ProbeSpec
+from harness.profiles.graphs import FlameGraph
 from harness.profiles.settings import ProfileSettings
 from harness.profiles.stacks import Stacks
 
@@ -60,30 +61,6 @@ class ProbeMetric:
     def declaration(self) -> dict[str, str]:
         """As describe declares a workload's metric; lower is better for every probe metric."""
         return {"name": self.name, "unit": self.unit, "better": "lower"}
-
-
-@dataclass(frozen=True)
-class FlameGraph:
-    """A flame graph a kind's stacks give each cell: its keys in run.json's `profile` and its
-    place in the reports."""
-
-    probe: str  # the kind's name
-    key: str
-    title: str  # "on-CPU": "<title> flame graph" in the reports
-    svg_key: str
-    folded_key: str | None
-    # Words of a profile note's head (before its first colon) that name this graph.
-    keywords: tuple[str, ...]
-    rank: int  # its place among every kind's graphs in the reports
-    # Notes are matched against the graphs in this order: "no differential graph: the baseline
-    # cell has no on-CPU profile" is about the differential graph, though it names on-CPU.
-    note_rank: int
-    differential: bool = False  # against the baseline cell's stacks
-    # Listed for every cell, with why it is missing; False: only where the kind's probe ran.
-    always: bool = True
-    # The head of the cell's profile note when it has none of these stacks ("no off-CPU
-    # graph: futex unavailable: ..."); a differential graph's notes are profiles/cells.py's.
-    missing: str = ""
 
 
 def no_metrics(data: Data, context: RepeatContext) -> dict[str, Any]:

@@ -10,8 +10,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.probes.kind import FlameGraph, ProbeKind, ProbeMetric
+from harness.probes.kind import ProbeKind, ProbeMetric
 from harness.probes.kinds import bpftrace, futex, gc, offwake, oncpu, perfstat, sched
+from harness.profiles.graphs import FlameGraph
 
 # In this order: `all`, doctor's lines, the derived metrics of a repeat, `harness probe`.
 NAMED: tuple[ProbeKind, ...] = (

@@ -17,18 +17,15 @@ the per-op metrics.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.base.writes import write_atomic
 from harness.describe import render as render_value
-from harness.probes import registry
-from harness.probes.kind import FlameGraph
 from harness.profiles import folded, inferno, offwake_graphs
+from harness.profiles.graphs import FlameGraph
 from harness.profiles.settings import ProfileSettings
 from harness.profiles.stacks import Stacks
 from harness.rundoc.model import Cell, GrownFrame, Profile, RunDoc, TopFrame
@@ -73,28 +70,6 @@ def slug(cell_id: str) -> str:
     return _UNSAFE.sub("_", cell_id.replace("/", "__")).strip("_") or "cell"
 
 
-def _raw_outputs(run_dir: Path, cell: Cell, probe: str) -> list[tuple[Path, Any]]:
-    summary = cell.probes.get(probe)
-    out = []
-    for entry in summary.repeats if summary else []:
-        if entry.path is not None:
-            path = run_dir / entry.path
-            try:
-                out.append((path, json.loads(path.read_text())))
-            except (OSError, ValueError):
-                continue
-    return out
-
-
-def gather(run_dir: Path, cell: Cell) -> Stacks:
-    """Every repeat's output of every probe kind, into the cell's stacks."""
-    stacks = Stacks()
-    for kind in registry.NAMED:
-        for path, data in _raw_outputs(run_dir, cell, kind.name):
-            kind.stacks(path, data, stacks)
-    return stacks
-
-
 def _describe(cell: Cell) -> str:
     shown = ", ".join(f"{k}={render_value(v)}" for k, v in cell.params.items())
     return f"scenario {cell.scenario}" + (f", {shown}" if shown else "")
@@ -115,10 +90,13 @@ class Drawing:
 
 
 class CellProfiler:
-    def __init__(self, run_dir: Path, suite: str, settings: ProfileSettings) -> None:
+    def __init__(
+        self, run_dir: Path, suite: str, settings: ProfileSettings, graphs: Sequence[FlameGraph]
+    ) -> None:
         self.run_dir = run_dir
         self.suite = suite
         self.settings = settings
+        self.graphs = graphs  # every kind's, in the reports' order (probes/registry.py)
 
     def _graph(
         self, name: str, stacks: folded.Folded, title: str, subtitle: str, **kw: str
@@ -151,7 +129,7 @@ class CellProfiler:
         the reports' order: drawn from its stacks, or a note naming the kind."""
         notes: list[str] = []
         at = Drawing(cell, stacks, baseline, slug(cell.id), _describe(cell), Profile(notes=notes))
-        for graph in registry.flame_graphs():
+        for graph in self.graphs:
             if graph.differential:  # drawn with the graph of the same stacks
                 continue
             if getattr(stacks, graph.key):
@@ -240,7 +218,11 @@ def _missing(cell: Cell, probe: str, what: str) -> str:
 
 
 def build_profiles(
-    run_dir: Path, run: RunDoc, settings: ProfileSettings
+    run_dir: Path,
+    run: RunDoc,
+    gathered: Sequence[Stacks],
+    graphs: Sequence[FlameGraph],
+    settings: ProfileSettings,
 ) -> tuple[list[Profile | None], list[str]]:
     """(each cell's `profile`, None for a cell without probes; problems that stopped a graph,
     the rest of the run is kept). Without inferno nothing is drawn and the reason goes in
@@ -250,14 +232,13 @@ def build_profiles(
     if problem:
         note = f"no flame graphs: {problem}"
         return [Profile(notes=[note]) if cell.probes else None for cell in cells], [problem]
-    gathered = [gather(run_dir, cell) for cell in cells]
     # Each cell's graphs are drawn against the cell it is compared with: its twin's or the
     # baseline's of its scenario and params.
     by_strategy = {
         (cell.strategy, *_group(cell)): (cell, stacks)
         for cell, stacks in zip(cells, gathered, strict=True)
     }
-    profiler = CellProfiler(run_dir, run.suite, settings)
+    profiler = CellProfiler(run_dir, run.suite, settings, graphs)
     profiles: list[Profile | None] = []
     errors = []
     for cell, stacks in zip(cells, gathered, strict=True):

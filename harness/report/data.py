@@ -19,8 +19,8 @@ from harness.format.metrics import LEADING_METRICS, TRAILING_METRICS, ratio_metr
 from harness.format.notes import probe_problem
 from harness.format.numbers import DASH, TIMES, human_p, human_ratio, percent
 from harness.probes import registry
-from harness.probes.kind import FlameGraph
 from harness.probes.overhead_pairs import paired_text
+from harness.profiles.graphs import FlameGraph
 from harness.rundoc.files import run_file
 from harness.rundoc.jsonfile import as_json, load_run
 from harness.rundoc.model import Cell, Config, Host, Profile, RunDoc

@@ -15,6 +15,7 @@ from harness import cpuset
 from harness.base.stop import StopFlag
 from harness.describe import plain_number
 from harness.probes import bpfstats, overhead, registry
+from harness.probes.gather import gather
 from harness.probes.metrics import op_count, per_op_metrics
 from harness.probes.probe import ProbeResult
 from harness.probes.record import EXPLAIN_FOLDER, cell_folder, with_repeat
@@ -175,7 +176,9 @@ def _profiles(plan: Plan, record: RunRecord, console: Console) -> None:
     if not plan.probes:
         return
     console.print("[dim]drawing flame graphs...[/]")
-    profiles, problems = build_profiles(record.run_dir, record.run, plan.profile)
+    gathered = [gather(record.run_dir, cell) for cell in record.run.cells]
+    graphs = registry.flame_graphs()
+    profiles, problems = build_profiles(record.run_dir, record.run, gathered, graphs, plan.profile)
     record.set_profiles(profiles)
     for problem in problems:
         console.print(f"[yellow]profiles:[/] {problem}")

@@ -15,9 +15,10 @@ from rich.console import Console
 from harness.format.numbers import DASH, human, percent
 from harness.probes import terminal
 from harness.probes.drivers.collector import CollectorProbe
-from harness.probes.kind import Data, DriverOptions, FlameGraph, ProbeMetric, RepeatContext, declare
+from harness.probes.kind import Data, DriverOptions, ProbeMetric, RepeatContext, declare
 from harness.probes.probe import Probe, ProbeSpec
 from harness.profiles import folded
+from harness.profiles.graphs import FlameGraph
 from harness.profiles.stacks import Stacks
 from harness.rundoc.files import run_file
 

@@ -14,8 +14,9 @@ from rich.console import Console
 from harness.format.numbers import human
 from harness.probes import terminal
 from harness.probes.drivers.collector import CollectorProbe
-from harness.probes.kind import Data, DriverOptions, FlameGraph, declare, totals_report
+from harness.probes.kind import Data, DriverOptions, declare, totals_report
 from harness.probes.probe import Probe, ProbeSpec
+from harness.profiles.graphs import FlameGraph
 from harness.profiles.stacks import Stacks
 
 NAME = "offwake"

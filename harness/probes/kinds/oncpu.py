@@ -18,7 +18,6 @@ from harness.probes.drivers.oncpu import OncpuProbe
 from harness.probes.kind import (
     Data,
     DriverOptions,
-    FlameGraph,
     ProbeMetric,
     RepeatContext,
     collector_fields,
@@ -26,6 +25,7 @@ from harness.probes.kind import (
 )
 from harness.probes.probe import Probe, ProbeResult, ProbeSpec
 from harness.profiles import folded, inferno
+from harness.profiles.graphs import FlameGraph
 from harness.profiles.patterns import DEFAULT_MUTEX_PATTERNS
 from harness.profiles.settings import ProfileSettings
 from harness.profiles.stacks import Stacks

@@ -20,7 +20,6 @@ from harness.probes.drivers.collector import CollectorProbe
 from harness.probes.kind import (
     Data,
     DriverOptions,
-    FlameGraph,
     ProbeMetric,
     RepeatContext,
     declare,
@@ -28,6 +27,7 @@ from harness.probes.kind import (
 )
 from harness.probes.log2 import add_hists, hist_quantile
 from harness.probes.probe import Probe, ProbeSpec
+from harness.profiles.graphs import FlameGraph
 from harness.profiles.stacks import Stacks
 
 NAME = "sched"
