@@ -1,20 +1,27 @@
 """A strategy compared with its twin (describe's compare_with) rather than the suite's
-baseline: in run.json's cells and comparisons, the table's vs column, the findings and the
-reports; a run without the twin falls back to the baseline and says so; a describe naming an
-unknown twin is refused. The pair fixture suite: `driver` (950 ops/s)
+baseline: in run.json's cells and comparisons, the table's vs column, the findings, the
+reports and the history's points; a run without the twin falls back to the baseline and says
+so; a describe naming an unknown twin is refused. The pair fixture suite: `driver` (950 ops/s)
 names `driver-bare` (1000 ops/s); the baseline `none` is another client (5000 ops/s)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic import command
+from alembic.config import Config
 from conftest import FIXTURES, OTHERS_RUNNING, line_with, run_harness
+from historyruns import harness
+from sqlalchemy import select
 
+from harness.history.db import MIGRATIONS, connect
+from harness.history.schema import points, runs, series
 from harness.rundoc.jsonfile import load_run
 from harness.stats import compare_cells, summarize_cell
 
@@ -192,3 +199,47 @@ def test_the_table_and_the_summary_say_when_the_twin_is_not_in_the_run(
     summary = ascii_text((run_dir / "summary.md").read_text())
     assert "- `driver`: 0.19x the ops/s of `none` [95% CI" in summary
     assert "> note: driver is compared with none, not compared with its twin" in summary
+
+
+def before_point_baselines() -> str:
+    """The revision before the migration that adds points.baseline."""
+    (migration,) = (MIGRATIONS / "versions").glob("*_point_baseline.py")
+    found = re.search(r'^down_revision = "(\w+)"$', migration.read_text(), re.MULTILINE)
+    assert found is not None
+    return found[1]
+
+
+def test_the_history_migration_fills_the_baseline_of_older_points(
+    twinned: tuple[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A history from before points.baseline (downgraded to the revision before it) upgraded
+    again: its points were compared with their run's baseline, but the baseline's own (runs
+    had no twins then: the driver's point says none, where its import said driver-bare)."""
+    db = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    code, _, err = harness(["history", "import", "--db", db, str(twinned[1])], capsys)
+    assert code == 0, err
+    query = select(series.c.strategy, points.c.baseline, runs.c.baseline).join(
+        series, series.c.id == points.c.series_id
+    )
+
+    def stored() -> set[tuple[str, str | None, str]]:
+        with connect(db).connect() as conn:  # connect() upgrades it
+            return {(s, b, r) for s, b, r in conn.execute(query.join(runs))}
+
+    assert stored() == {  # as the run compared them
+        ("none", None, "none"),
+        ("driver", "driver-bare", "none"),
+        ("driver-bare", "none", "none"),
+    }
+    engine = connect(db)
+    with engine.connect() as conn, conn.begin():
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = conn
+        command.downgrade(config, before_point_baselines())
+    engine.dispose()
+    assert stored() == {
+        ("none", None, "none"),
+        ("driver", "none", "none"),
+        ("driver-bare", "none", "none"),
+    }

@@ -128,6 +128,9 @@ points = _one_per_series_and_run(
     Column("ci_low", Float),
     Column("ci_high", Float),
     Column("n", Integer, nullable=False),
+    # The strategy the cell was compared with in the run (run.json's cells[].baseline: its
+    # twin or the run's baseline); null for a cell compared with nothing (the baseline's own).
+    Column("baseline", String(255)),
     Index("points_run", "run_id"),
 )
 
