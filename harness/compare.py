@@ -277,13 +277,13 @@ def fitted_comparison(
     row (the run table's choice, harness.tables.fitted_table)."""
     declaring = {"metrics": declared}
     units = {str(m["name"]): str(m.get("unit", "")) for m in declared}
-    labels = table_labels(declaring)
+    labels = table_labels(declaring, registry.columns())
     headline = headline_metrics(declaring)
     present = dict.fromkeys(str(e["metric"]) for e in matched)
     # A run of metrics none of the tables know still gets its first one.
-    candidates = fitted_candidates(metric_columns([present], headline), headline, units) or [
-        next(iter(present))
-    ]
+    probe_columns = registry.columns()
+    columns = metric_columns([present], headline, probe_columns)
+    candidates = fitted_candidates(columns, headline, units, probe_columns) or [next(iter(present))]
     headings = {name: heading(name, labels, units) for name in candidates}
     build = partial(ratio_table, by_cell(matched), headings)
     table, chosen = fitted_table(build, candidates, candidates[:1], console)

@@ -21,7 +21,7 @@ from harness.cpuset import header as cpuset_header
 from harness.format.cells import cell_summary, param_text, varying_params
 from harness.format.cpu_notes import cpu_notes
 from harness.format.metrics import (
-    PERCENT_METRICS,
+    SHARE_UNIT,
     TRAILING_METRICS,
     fitted_candidates,
     heading,
@@ -50,7 +50,7 @@ from harness.format.numbers import (
     percent,
 )
 from harness.format.twins import TWIN_MARK, VsColumn, missing_twins, vs_column
-from harness.probes import bpfstats
+from harness.probes import bpfstats, registry
 from harness.probes.overhead_pairs import explain_footer, overhead_cpu_shares, paired_text
 from harness.rundoc.jsonfile import as_json
 from harness.rundoc.model import Cell, OverheadInterval, RunDoc
@@ -215,7 +215,7 @@ def scenario_table(
                 summary.get(name),
                 is_time_metric(name, units.get(name)),
                 layout,
-                share=name in PERCENT_METRICS,
+                share=units.get(name) == SHARE_UNIT,
                 compact=not full,
             )
             for name in columns
@@ -409,9 +409,9 @@ def print_run(run: RunDoc, console: Console, wide: bool = False) -> None:
     doc = view.doc  # for the helpers of harness/format/, which read run.json's dicts
     summaries = summaries_of(view, cells)
     headline = headline_metrics(doc)
-    columns = metric_columns(summaries, headline)
-    units = run.units()
-    labels = table_labels(doc)
+    columns = metric_columns(summaries, headline, registry.columns())
+    units = {**run.units(), **registry.share_units()}
+    labels = table_labels(doc, registry.columns())
     headings = {name: heading(name, labels, units) for name in columns}
     metric = ratio_metric(doc, columns) if run.config.baseline else None
     comparisons = doc["comparisons"]
@@ -436,7 +436,7 @@ def print_run(run: RunDoc, console: Console, wide: bool = False) -> None:
             table = fitting_table(partial(build, kept), console)
         else:
             reported = [n for n in kept if any(f.get(n) for f in figures)]
-            candidates = fitted_candidates(reported, headline, units)
+            candidates = fitted_candidates(reported, headline, units, registry.columns())
             required = [metric] if metric in candidates else candidates[:1]
             table, chosen = fitted_table(build, candidates, required, console)
             hidden.update(dict.fromkeys(name for name in kept if name not in chosen))

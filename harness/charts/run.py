@@ -17,6 +17,7 @@ from harness.charts.report import draw_latency, draw_ratios, report_charts
 from harness.charts.workload import CHARTS, PlotSpec
 from harness.format.cells import varying_params
 from harness.format.metrics import CPU_METRICS, ratio_metric, report_labels
+from harness.probes import registry
 from harness.profiles.cells import slug
 from harness.report import data
 from harness.rundoc.model import Cell, Plot
@@ -49,7 +50,7 @@ def write_charts(doc: Mapping[str, Any], run_dir: Path) -> None:
     leaves no file (not one of an earlier drawing either)."""
     cells = list(doc.get("cells") or [])
     baseline = str((doc.get("config") or {}).get("baseline"))
-    labels = report_labels(doc)
+    labels = report_labels(doc, registry.labels())
     columns, _ = data.columns(doc, cells)
     comparisons = data.comparisons(doc, ratio_metric(doc, columns))
     metrics = ratio_metrics(doc, comparisons)

@@ -10,8 +10,9 @@ from typing import Any
 
 from harness.dashboard.data import Series
 from harness.format.figures import interval_text, value_text
-from harness.format.metrics import PERCENT_METRICS
+from harness.format.metrics import SHARE_UNIT
 from harness.format.numbers import is_time_metric
+from harness.probes import registry
 
 # Runs a sparkline shows.
 SPARK_RUNS = 60
@@ -25,14 +26,19 @@ def params_text(params: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items()) or "-"
 
 
+def shown_unit(s: Series) -> str | None:
+    """The series' unit; a probe's share (mutex_share) is one whatever its run declared."""
+    return registry.share_units().get(s.metric, s.unit)
+
+
 def figure(s: Series, value: float) -> str:
     """A series' value as the tables print it: 159.1k, 419.8µs, 27.3%."""
-    return value_text(s.metric, value, s.unit)
+    return value_text(s.metric, value, shown_unit(s))
 
 
 def unit_after(s: Series) -> str:
     """The unit to write after a figure: none where the figure carries it (times, shares)."""
-    if not s.unit or s.metric in PERCENT_METRICS or is_time_metric(s.metric, s.unit):
+    if not s.unit or shown_unit(s) == SHARE_UNIT or is_time_metric(s.metric, s.unit):
         return ""
     return f" {e(s.unit)}"
 
@@ -41,7 +47,7 @@ def interval_html(s: Series, low: float | None, high: float | None) -> str:
     """A series' interval as the tables print it, escaped; '' without one."""
     if low is None or high is None:
         return ""
-    return e(interval_text(s.metric, low, high, s.unit))
+    return e(interval_text(s.metric, low, high, shown_unit(s)))
 
 
 def script_json(value: Any) -> str:

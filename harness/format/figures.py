@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.format.metrics import PERCENT_METRICS
+from harness.format.metrics import SHARE_UNIT
 from harness.format.numbers import (
     DASH,
     human,
@@ -20,7 +20,7 @@ from harness.format.numbers import (
 
 
 def value_text(metric: str, value: float, unit: str | None = None) -> str:
-    if metric in PERCENT_METRICS:
+    if unit == SHARE_UNIT:
         return percent(value)
     return human(value, is_time_metric(metric, unit))
 
@@ -41,7 +41,7 @@ def summary_texts(
 
 def interval_text(metric: str, low: float, high: float, unit: str | None = None) -> str:
     """An interval, one suffix for both ends: 1.85-1.88M, 27.3-30.1% (with an en dash)."""
-    if metric in PERCENT_METRICS:
+    if unit == SHARE_UNIT:
         return f"{percent(low).removesuffix('%')}{DASH}{percent(high)}"
     time_ns = is_time_metric(metric, unit)
     return join_range(human(low, time_ns), human(high, time_ns))

@@ -1,16 +1,16 @@
 """Which metrics a run's tables show, in which order, and under which label.
 
 A label is the workload's when its describe gives one (`"label": "wait avg"`), else the
-harness's own for the shared metrics and the probes' figures, else the metric's name.
+harness's own for the shared metrics and the probes' figures, else the metric's name. The
+probes' columns and labels are their kinds' (probes/registry.py), passed in by the callers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.format.names import printable
-from harness.probes import registry
 
 # The headline columns, as in the scylla PR's summary, in this order when present; every other
 # metric is in run.json and in `harness compare`.
@@ -23,25 +23,22 @@ CPU_METRICS = {
     "server_cpu_ns_per_op": "server CPU/op",
     "cpu_ns_per_op": "CPU/op",
 }
-# Per-op figures from the probes (their kinds' metrics), between the two when present.
-PROBE_METRICS = tuple(registry.columns())
-PERCENT_METRICS = frozenset(m.name for m in registry.metrics() if m.unit == "share")  # as %
-# Column headings of the terminal tables.
+# The unit of a fraction of a whole, written as a percentage (the probes' mutex_share).
+SHARE_UNIT = "share"
+# Column headings of the terminal tables (and the probes' columns, after CPU per op).
 TABLE_LABELS = {
     "ops_per_sec": "ops/s",
     "latency_ns.p50": "p50",
     "latency_ns.p99": "p99",
     "latency_ns.p999": "p99.9",
     **CPU_METRICS,
-    **registry.columns(),
 }
-# The reports have room for more figures, and longer headings for some.
+# The reports have room for more figures, and longer headings for some (the probes' labels).
 REPORT_LABELS = {
     **TABLE_LABELS,
     "latency_ns.p90": "p90",
     "latency_ns.max": "max latency",
     "latency_ns.mean": "mean latency",
-    **registry.labels(),
 }
 
 
@@ -50,12 +47,14 @@ def declared_labels(doc: Mapping[str, Any]) -> dict[str, str]:
     return {str(m["name"]): str(m["label"]) for m in doc.get("metrics") or [] if m.get("label")}
 
 
-def table_labels(doc: Mapping[str, Any]) -> dict[str, str]:
-    return {**TABLE_LABELS, **declared_labels(doc)}
+def table_labels(doc: Mapping[str, Any], probe_columns: Mapping[str, str]) -> dict[str, str]:
+    """The terminal tables' headings; `probe_columns`: the probes' (registry.columns())."""
+    return {**TABLE_LABELS, **probe_columns, **declared_labels(doc)}
 
 
-def report_labels(doc: Mapping[str, Any]) -> dict[str, str]:
-    return {**REPORT_LABELS, **declared_labels(doc)}
+def report_labels(doc: Mapping[str, Any], probe_labels: Mapping[str, str]) -> dict[str, str]:
+    """The reports' headings; `probe_labels`: the probes' (registry.labels())."""
+    return {**REPORT_LABELS, **probe_labels, **declared_labels(doc)}
 
 
 def headline_metrics(doc: Mapping[str, Any]) -> tuple[str, ...]:
@@ -66,15 +65,17 @@ def headline_metrics(doc: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def metric_columns(
-    summaries: Sequence[Mapping[str, Any]], leading: Sequence[str] = LEADING_METRICS
+    summaries: Sequence[Mapping[str, Any]], leading: Sequence[str], probe_columns: Iterable[str]
 ) -> list[str]:
+    """The columns present in some summary: the leading ones, CPU per op, the probes' figures
+    (`probe_columns`, in their order) and the window totals of every run."""
     present = {name for summary in summaries for name in summary}
-    ordered = dict.fromkeys((*leading, *CPU_METRICS, *PROBE_METRICS, *TRAILING_METRICS))
+    ordered = dict.fromkeys((*leading, *CPU_METRICS, *probe_columns, *TRAILING_METRICS))
     return [name for name in ordered if name in present]
 
 
 # Units of figures that do not grow with the measured window: ratios, shares, times, sizes.
-NOT_TOTAL_UNITS = frozenset({"x", "share", "ns", "bytes", "B"})
+NOT_TOTAL_UNITS = frozenset({"x", SHARE_UNIT, "ns", "bytes", "B"})
 
 
 def is_window_total(name: str, unit: str) -> bool:
@@ -91,16 +92,20 @@ def heading(name: str, labels: Mapping[str, str], units: Mapping[str, str]) -> s
 
 
 def fitted_candidates(
-    columns: Sequence[str], headline: Sequence[str], units: Mapping[str, str]
+    columns: Sequence[str],
+    headline: Sequence[str],
+    units: Mapping[str, str],
+    probe_columns: Collection[str],
 ) -> list[str]:
     """The columns the default table tries, in the table's order: the headline metrics, CPU
-    per op and the probes' figures; other window totals (timeouts, errors) only in --wide."""
+    per op and the probes' figures (`probe_columns`); other window totals (timeouts, errors)
+    only in --wide."""
     return [
         name
         for name in columns
         if name in headline
         or (
-            (name in CPU_METRICS or name in PROBE_METRICS)
+            (name in CPU_METRICS or name in probe_columns)
             and not is_window_total(name, units.get(name, ""))
         )
     ]

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from harness.format.metrics import SHARE_UNIT
 from harness.probes.kind import ProbeKind, ProbeMetric
 from harness.probes.kinds import bpftrace, futex, gc, offwake, oncpu, perfstat, sched
 from harness.profiles.graphs import FlameGraph
@@ -66,6 +67,12 @@ def columns() -> dict[str, str]:
 def labels() -> dict[str, str]:
     """The probe metrics the reports show when present, with their headings."""
     return {m.name: heading for m in metrics() if (heading := m.label or m.column) is not None}
+
+
+def share_units() -> dict[str, str]:
+    """The metrics that are shares of a whole (unit `share`), with their unit: the tables and
+    reports write them as percentages whether or not a run declared them."""
+    return {m.name: m.unit for m in metrics() if m.unit == SHARE_UNIT}
 
 
 def flame_graphs() -> list[FlameGraph]:

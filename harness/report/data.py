@@ -117,8 +117,8 @@ class Facts(RunView):
         self.run_dir = run_dir
         self.config = run.config
         self.baseline = run.config.baseline
-        self.units = run.units()
-        self.labels = report_labels(self.doc)
+        self.units = {**run.units(), **registry.share_units()}
+        self.labels = report_labels(self.doc, registry.labels())
         self.columns, self.unreported = columns(self.doc, self.cell_docs)
         self.metric = ratio_metric(self.doc, self.columns)
         self.entries = comparisons(self.doc, self.metric)
