@@ -17,9 +17,8 @@ from harness.base.writes import WriteFailed, write_failed
 from harness.commands import consoles
 from harness.commands.parsing import EXIT_INTERRUPTED
 from harness.errors import BadInput
-from harness.hostinfo import collect_host, git_info, suite_source
+from harness.hostinfo import gather
 from harness.paths import REPO_ROOT
-from harness.report import mechanism, write_all
 from harness.results import RunRecord
 from harness.run.lifetime import open_confinement, workload_binaries
 from harness.run.plan import Plan
@@ -55,13 +54,9 @@ def run_plan(
     with stop_on_signals() as stop:
         confinement = open_confinement(out_dir, workload_binaries(plan.suite.binary))
         try:
+            git, host, source = gather(REPO_ROOT, plan.suite.folder)
             record = RunRecord.create(
-                out_dir,
-                plan,
-                git=git_info(REPO_ROOT),
-                host=collect_host(),
-                command=command,
-                suite_source=suite_source(plan.suite.folder),
+                out_dir, plan, git=git, host=host, command=command, suite_source=source
             )
             record.set_owner(confinement.owner)
             confinement.watch(record.run_dir)
@@ -74,6 +69,9 @@ def run_plan(
                     )
                 finally:
                     files.remove()
+                # The reports' modules, once the repeats are done: not before the first.
+                from harness.report import mechanism, write_all
+
                 reports = write_all(record.run_dir)
             except WorkloadRejected as err:
                 end_rejected(record, err)
