@@ -48,9 +48,10 @@ def add_parser(verbs: Commands) -> None:
         description=help_text(f"""
             A change of a series' newest run past its noise floor is provisional: the night's
             repeats alone raise the alarm or miss it. This runs each such cell again, every
-            round beside its baseline cell (same scenario and parameters), as the night ran
-            it, within {CONFIRM_SHARE:.0%} of the nightly's hour (largest changes over their
-            noise first); the history keeps these repeats apart from the series' points and
+            round beside the cell it is compared with (its twin, else the baseline's; same
+            scenario and parameters), as the night ran it, within {CONFIRM_SHARE:.0%} of the
+            nightly's hour (largest changes over their noise first); the history keeps these
+            repeats apart from the series' points and
             judges the night's and them together: the change holds (its event opens) or is
             dropped. A change left out of the share keeps the night's own verdict. Runs of
             this machine only.
@@ -137,8 +138,13 @@ def _plans(found: list[Candidate], budget_s: float) -> tuple[list[Plan], Allotme
         if night is None:
             continue
         own = cell_key(candidate.strategy, candidate.scenario, candidate.params)
-        base = cell_key(night.config.baseline, candidate.scenario, candidate.params)
-        recorded = {cell_key(c.strategy, c.scenario, c.params) for c in night.cells}
+        recorded = {cell_key(c.strategy, c.scenario, c.params): c for c in night.cells}
+        if own not in recorded:
+            print(f"confirm: {candidate.label}: no such cell in run {night.run_id}: not confirmed")
+            continue
+        # The cell it is compared with: its twin when the night ran it, else the baseline's.
+        compared = night.baseline_of(recorded[own])
+        base = cell_key(compared, candidate.scenario, candidate.params) if compared else own
         startup = startup_of(night, cpus)
         step_s = night.config.warmup_s + night.config.duration_s + (startup or STARTUP_ESTIMATE_S)
         cells = (own, base) if base != own and base in recorded else (own,)
@@ -155,7 +161,11 @@ def _plans(found: list[Candidate], budget_s: float) -> tuple[list[Plan], Allotme
             require_built(s) for s in choose([night.suite], workloads_root(), suites_path())
         ]
         wanted = [cell for ask in chosen for cell in ask.cells]
-        plan = confirming_plan(suite, describe(suite), night, wanted, allotment.repeats)
+        try:
+            plan = confirming_plan(suite, describe(suite), night, wanted, allotment.repeats)
+        except BadInput as error:
+            print(f"confirm: the changes of run {night.run_id} are not confirmed: {error}")
+            continue
         startup = startup_of(night, cpus)
         plans.append(plan if startup is None else _with_startup(plan, startup, night.run_id))
     return plans, allotment
@@ -190,7 +200,7 @@ def _plan_lines(plans: list[Plan], allotment: Allotment[Candidate], budget_s: fl
     for plan in plans:
         lines.append(
             f"  {plan.suite.name} (run {plan.confirms}): {len(plan.cells)} cells, each change's "
-            f"beside its baseline cell {plan.baseline}"
+            "beside the cell it is compared with"
         )
         for ask in allotment.chosen:
             if ask.change.run_id == plan.confirms and ask.change.suite == plan.suite.name:
