@@ -15,11 +15,10 @@ from typing import Any
 
 from harness.charts.report import draw_latency, draw_ratios, report_charts
 from harness.charts.workload import CHARTS, PlotSpec
-from harness.format.cells import varying_params
-from harness.format.metrics import CPU_METRICS, ratio_metric, report_labels
+from harness.format.cells import by_scenario, varying_params
+from harness.format.metrics import CPU_METRICS, ratio_metric, report_columns, report_labels
 from harness.probes import registry
 from harness.profiles.cells import slug
-from harness.report import data
 from harness.rundoc.model import Cell, Plot
 
 
@@ -38,7 +37,7 @@ def write_plots(run_dir: Path, cells: Sequence[Cell], specs: Sequence[PlotSpec])
 
 def ratio_metrics(doc: Mapping[str, Any], comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
     """The headline metric, then the CPU-per-op metrics the comparisons have ratios for."""
-    columns, _ = data.columns(doc, list(doc.get("cells") or []))
+    columns, _ = report_columns(doc, list(doc.get("cells") or []), registry.labels())
     headline = ratio_metric(doc, columns)
     with_ratio = {str(e.get("metric")) for e in comparisons if e.get("ratio") is not None}
     names = [headline] if headline in with_ratio else []
@@ -51,10 +50,9 @@ def write_charts(doc: Mapping[str, Any], run_dir: Path) -> None:
     cells = list(doc.get("cells") or [])
     baseline = str((doc.get("config") or {}).get("baseline"))
     labels = report_labels(doc, registry.labels())
-    columns, _ = data.columns(doc, cells)
-    comparisons = data.comparisons(doc, ratio_metric(doc, columns))
+    comparisons = list(doc["comparisons"])
     metrics = ratio_metrics(doc, comparisons)
-    groups = data.scenarios(cells)
+    groups = by_scenario(cells)
     for chart in report_charts(doc):
         group = groups[chart.scenario]
         varying = varying_params(group)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.format.names import printable
 from harness.format.numbers import DASH
+from harness.rundoc.model import Cell
 from harness.stats import params_key, summarize_cell
 
 
@@ -22,6 +23,18 @@ def varying_params(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         for name in names
         if len({params_key({"v": (cell.get("params") or {}).get(name)}) for cell in cells}) > 1
     ]
+
+
+CellT = TypeVar("CellT", Cell, Mapping[str, Any])
+
+
+def by_scenario(cells: Sequence[CellT]) -> dict[str, list[CellT]]:
+    """The cells by their scenario's name, in their order."""
+    groups: dict[str, list[CellT]] = {}
+    for cell in cells:
+        scenario = cell.scenario if isinstance(cell, Cell) else cell.get("scenario")
+        groups.setdefault(str(scenario), []).append(cell)
+    return groups
 
 
 def param_text(value: Any) -> str:

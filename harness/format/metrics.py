@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+from harness.format.cells import cell_summary
 from harness.format.names import printable
 
 # The headline columns, as in the scylla PR's summary, in this order when present; every other
@@ -62,6 +63,26 @@ def headline_metrics(doc: Mapping[str, Any]) -> tuple[str, ...]:
     times, as in its source's tables), else ops/s, p50 and p99."""
     marked = [str(m["name"]) for m in doc.get("metrics") or [] if m.get("headline")]
     return tuple(marked) or LEADING_METRICS
+
+
+def report_columns(
+    doc: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], probe_metrics: Iterable[str]
+) -> tuple[list[str], list[str]]:
+    """The reports' (metric columns, declared metrics no cell reported).
+
+    The run's declared metrics in their order, then the probe and profile figures
+    (`probe_metrics`, in their order) present in some cell's summary. A run.json without
+    declared metrics gets the terminal table's.
+    """
+    present = {name for cell in cells for name in cell_summary(cell)}
+    declared = [str(m["name"]) for m in doc.get("metrics") or []]
+    if not declared:
+        declared = [
+            n for n in (*LEADING_METRICS, *TRAILING_METRICS) if n in present or n == "ops_per_sec"
+        ]
+    shown = [n for n in declared if n in present]
+    shown += [n for n in probe_metrics if n in present and n not in shown]
+    return shown, [n for n in declared if n not in present]
 
 
 def metric_columns(

@@ -1,6 +1,6 @@
-"""What the HTML report and the Markdown summary share: reading run.json, which columns to
-show, finding the flame graphs of a cell, and the findings computed from the data (the
-figures are written by harness/format/, as in the terminal tables). Everything here is pure
+"""What the HTML report and the Markdown summary share: reading run.json, finding the flame
+graphs of a cell, and the findings computed from the data (the columns shown and the figures
+are harness/format/'s, as in the terminal tables and the charts). Everything here is pure
 except the reads of files inside the run directory, and write_page."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from harness.base.writes import write_atomic
 from harness.format.cells import cell_summary, param_text, varying_params
 from harness.format.figures import ratio_texts, value_text
-from harness.format.metrics import LEADING_METRICS, TRAILING_METRICS, ratio_metric, report_labels
+from harness.format.metrics import ratio_metric, report_columns, report_labels
 from harness.format.notes import probe_problem
 from harness.format.numbers import DASH, TIMES, human_p, human_ratio, percent
 from harness.probes import registry
@@ -27,35 +27,7 @@ from harness.rundoc.model import Cell, Config, Host, Profile, RunDoc
 from harness.rundoc.view import RunView
 from harness.stats import compare_samples, metric_values, params_key
 
-# Probe and profile figures shown after the run's declared metrics, when some cell has them.
-EXTRA_METRICS = tuple(registry.labels())
 TOP_FRAMES = 10
-
-
-def columns(
-    doc: Mapping[str, Any], cells: Sequence[Mapping[str, Any]]
-) -> tuple[list[str], list[str]]:
-    """(metric columns, declared metrics no cell reported).
-
-    The run's declared metrics in their order, then the probe and profile figures present
-    in some cell's summary. A run.json without declared metrics gets the terminal table's.
-    """
-    present = {name for cell in cells for name in cell_summary(cell)}
-    declared = [str(m["name"]) for m in doc.get("metrics") or []]
-    if not declared:
-        declared = [
-            n for n in (*LEADING_METRICS, *TRAILING_METRICS) if n in present or n == "ops_per_sec"
-        ]
-    shown = [n for n in declared if n in present]
-    shown += [n for n in EXTRA_METRICS if n in present and n not in shown]
-    return shown, [n for n in declared if n not in present]
-
-
-def comparisons(doc: Mapping[str, Any], metric: str | None) -> list[Mapping[str, Any]]:
-    """The run's comparisons: every run.json has them (the model requires the key; empty
-    until the run ends), so none are computed here whatever the metric."""
-    del metric  # harness/charts/run.py still passes the metric it compares
-    return list(doc["comparisons"])
 
 
 ComparisonKey = tuple[str, str, str, str]
@@ -78,17 +50,6 @@ def cell_comparison(
     index: Mapping[ComparisonKey, Mapping[str, Any]], cell: Cell, metric: str
 ) -> Mapping[str, Any] | None:
     return index.get(comparison_key(cell.scenario, cell.strategy, cell.params, metric))
-
-
-CellT = TypeVar("CellT", Cell, Mapping[str, Any])
-
-
-def scenarios(cells: Sequence[CellT]) -> dict[str, list[CellT]]:
-    groups: dict[str, list[CellT]] = {}
-    for cell in cells:
-        scenario = cell.scenario if isinstance(cell, Cell) else cell.get("scenario")
-        groups.setdefault(str(scenario), []).append(cell)
-    return groups
 
 
 class Labeller:
@@ -118,10 +79,11 @@ class Facts(RunView):
         self.config = run.config
         self.baseline = run.config.baseline
         self.units = {**run.units(), **registry.share_units()}
-        self.labels = report_labels(self.doc, registry.labels())
-        self.columns, self.unreported = columns(self.doc, self.cell_docs)
+        probe_labels = registry.labels()
+        self.labels = report_labels(self.doc, probe_labels)
+        self.columns, self.unreported = report_columns(self.doc, self.cell_docs, probe_labels)
         self.metric = ratio_metric(self.doc, self.columns)
-        self.entries = comparisons(self.doc, self.metric)
+        self.entries: list[Mapping[str, Any]] = list(self.doc["comparisons"])
         self.index = comparison_index(self.entries)
         self.name = Labeller(self.cells)
 

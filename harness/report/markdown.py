@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.charts.report import report_charts
-from harness.format.cells import param_text, varying_params
+from harness.format.cells import by_scenario, param_text, varying_params
 from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts
 from harness.format.names import printable
@@ -97,7 +97,7 @@ class Summary(Facts):
         self.add("### Results", "")
         if not self.cells:
             self.add("No cells in this run.", "")
-        groups = data.scenarios(self.cells)
+        groups = by_scenario(self.cells)
         for scenario, group in groups.items():
             if len(groups) > 1:
                 self.add(f"**scenario {text(scenario)}**", "")

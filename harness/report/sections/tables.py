@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.format.cells import param_text, varying_params
+from harness.format.cells import by_scenario, param_text, varying_params
 from harness.format.figures import p_text, value_text
 from harness.format.notes import notes, probe_notes
 from harness.format.numbers import DASH
@@ -23,7 +23,7 @@ def summary(page: Context) -> None:
     if not page.cells:
         page.add('<p class="missing">no cells in this run</p></section>')
         return
-    for scenario, group in data.scenarios(page.cells).items():
+    for scenario, group in by_scenario(page.cells).items():
         scenario_table(page, scenario, group)
     shown = [e for e in page.entries if e["metric"] == page.metric and e["reason"]]
     lines = [f"note: {line}" for line in missing_twins(page.run)]
