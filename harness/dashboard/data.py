@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
+from harness.dashboard.detectable import Detectable, before_latest
 from harness.history import queries
 from harness.history.bisect_ranges import SeriesRange, all_ranges
 from harness.history.bisections import Bisection, stored
@@ -66,6 +67,8 @@ class History:
     bisect_ranges: list[SeriesRange] = field(default_factory=list)
     # (run pk, series id) -> the bisection kept for it (harness history bisect).
     bisections: dict[tuple[int, int], Bisection] = field(default_factory=dict)
+    # series id -> its minimum detectable change before its latest run.
+    detectable: dict[int, Detectable] = field(default_factory=dict)
 
 
 def load(conn: Connection) -> History:
@@ -116,4 +119,12 @@ def load(conn: Connection) -> History:
     for series_id, found in by_series.items():
         all_series[series_id].points = sorted(found, key=lambda p: order[p[0]])
     changes = queries.changes(conn, ("regression", "improvement", "change"))
-    return History(machine_rows, run_rows, all_series, changes, all_ranges(conn), stored(conn))
+    return History(
+        machine_rows,
+        run_rows,
+        all_series,
+        changes,
+        all_ranges(conn),
+        stored(conn),
+        before_latest(conn),
+    )

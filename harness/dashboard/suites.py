@@ -11,6 +11,7 @@ import numpy as np
 from harness.dashboard.bisecting import bisect_html
 from harness.dashboard.context import Site
 from harness.dashboard.data import Point, Series
+from harness.dashboard.detectable import cell_figures, detectable_text
 from harness.dashboard.markup import (
     SPARK_RUNS,
     e,
@@ -64,6 +65,7 @@ class SuitePages:
                     "column": column_of[(s.scenario, params)],
                     "metric": s.metric,
                     "latest": s.points[-1][1],
+                    "latest_text": figure(s, s.points[-1][1]),
                     "previous": s.points[-2][1] if len(s.points) > 1 else None,
                     "previous_within": len(s.points) > 1 and _within(s.points[-1], s.points[-2]),
                     "base": base_point[1] if base_point else None,
@@ -71,6 +73,9 @@ class SuitePages:
                     # The run-to-run noise the detection judges this series by; a change
                     # within the two runs' own intervals is not coloured either.
                     "noise": noise_floor(medians, medians.size),
+                    # A change since the previous run smaller than the series' minimum
+                    # detectable change is not coloured: the detector would not flag it.
+                    **cell_figures(self.site.h.detectable.get(s.id)),
                     "stale": bool(suite_runs) and s.points[-1][0] != suite_runs[-1].pk,
                     "spark": [round(pt[1], 6) for pt in s.points[-SPARK_RUNS:]],
                 }
@@ -107,8 +112,12 @@ class SuitePages:
             "and its ratio to the baseline, and the last runs' medians. "
             "<span class='tone worse'>worse</span> <span class='tone better'>better</span> "
             "<span class='tone moved'>moved (no direction)</span> "
-            "<span class='tone same'>within its noise or the runs' intervals</span>: the "
-            "deeper the colour, the more times its noise floor. Click a cell for its chart.</p>"
+            "<span class='tone same'>within its noise or the runs' intervals, or a change "
+            "since the previous run smaller than its minimum detectable change before that "
+            "run (<i>detects</i>: the step the history's detector flags the night it lands, "
+            "in 80% of series with its noise and repeats)</span>: the deeper the colour, the "
+            "more times its noise floor. "
+            "Click a cell for its chart.</p>"
             "<table id='grid' class='grid'></table><p id='grid-empty' hidden>No cell matches "
             "the filters.</p>"
         )
@@ -221,6 +230,7 @@ class SuitePages:
             f"<p><a href='../{self.site.suite_page[key]}'>{e(s.suite)}</a> on "
             f"{e(machine)} · better: {e(s.better or 'no direction')} · "
             f"<a href='../compare-{self.site.name(key)}.html'>compare two runs</a></p>"
+            f"<p class='detectable'>{e(detectable_text(self.site.h.detectable.get(s.id)))}</p>"
             f"<div class='chart-box'><div id='chart' data-series='{e(json.dumps(chart))}'></div>"
             "<div id='tip' class='tip' hidden></div></div>"
             "<p class='legend'>The median of each run with its 95% interval band; red lines: "

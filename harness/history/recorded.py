@@ -31,6 +31,9 @@ class RecordedSeries:
     """The medians of its last `last` measured runs, oldest first."""
     repeats: list[list[float]]
     """The repeats of those runs, each run's in their order."""
+    series_id: int | None = None
+    """Its id in the history (series.id): the dashboard's series/ID.html; None for one made
+    up rather than read."""
 
 
 def recorded_series(
@@ -70,6 +73,7 @@ def recorded_series(
                 runs=count,
                 medians=medians,
                 repeats=repeats,
+                series_id=row.id,
             )
         )
     out.sort(

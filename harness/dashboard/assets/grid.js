@@ -1,7 +1,8 @@
 // A suite's heat grid (strategy x scenario and parameters) of one metric at a time, from
 // window.SUITE (a <script> file beside the page). Each cell is coloured by its change since
-// the previous run or by its ratio to the baseline, in units of the series' noise floor.
-// Names go in as text.
+// the previous run or by its ratio to the baseline, in units of the series' noise floor; a
+// change since the previous run smaller than the series' minimum detectable change is not
+// coloured. Figures come written as the tables write them. Names go in as text.
 (function () {
   "use strict";
   const data = window.SUITE;
@@ -52,10 +53,12 @@
   function metricOf(name) {
     return data.metrics.find(function (m) { return m.name === name; }) || {};
   }
-  // "worse", "better", "moved" (no direction), "same" (within the noise) or "none".
-  function tone(change, noise, better, within) {
+  // "worse", "better", "moved" (no direction), "same" (within the noise, or smaller than the
+  // minimum detectable change `least`, null: none applies) or "none".
+  function tone(change, noise, better, within, least) {
     if (change === null || !isFinite(change)) return "none";
     if (within || Math.abs(change) <= noise) return "same";
+    if (least !== null && Math.abs(change) < least) return "same";
     if (better !== "higher" && better !== "lower") return "moved";
     const worse = better === "higher" ? change < 0 : change > 0;
     return worse ? "worse" : "better";
@@ -66,11 +69,6 @@
     // Just past the noise: pale; four times the noise or more: deep.
     const depth = Math.min(1, (Math.abs(change) / noise - 1) / 3);
     return "rgba(" + RGB[kind] + "," + (0.2 + 0.55 * depth).toFixed(2) + ")";
-  }
-  function figure(v) {
-    if (v === null) return "-";
-    const a = Math.abs(v);
-    return a !== 0 && (a >= 1e6 || a < 1e-3) ? v.toExponential(2) : Number(v.toPrecision(4)).toString();
   }
   function percent(v) {
     return (v >= 0 ? "+" : "") + (v * 100).toFixed(1) + "%";
@@ -133,16 +131,18 @@
         const toBase = c.base ? c.latest / c.base : null;
         const change = against === "baseline" ? (toBase === null ? null : toBase - 1) : sincePrevious;
         const within = against === "baseline" ? c.base_within : c.previous_within;
-        const kind = tone(change, c.noise, metric.better, within);
+        const least = against === "baseline" ? null : c.least;
+        const kind = tone(change, c.noise, metric.better, within, least);
         const a = document.createElement("a");
         a.href = "series/" + c.id + ".html";
         a.className = "cell";
         td.dataset.tone = kind;
         td.dataset.series = String(c.id);
         td.style.backgroundColor = colour(kind, change, c.noise);
-        a.appendChild(line(figure(c.latest), "value"));
+        a.appendChild(line(c.latest_text, "value"));
         a.appendChild(line(sincePrevious === null ? "first run" : percent(sincePrevious) + " since previous"));
         a.appendChild(line(toBase === null ? "no baseline" : toBase.toFixed(2) + "\u00d7 baseline"));
+        a.appendChild(line(c.detects, "detects"));
         if (c.stale) a.appendChild(line("missing in the latest run", "stale"));
         const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
         svg.setAttribute("class", "spark");
@@ -151,6 +151,7 @@
         a.appendChild(svg);
         window.Dashboard.spark(svg, c.spark, null);
         td.title = "noise floor " + (c.noise * 100).toFixed(1) + "%" +
+          "; " + c.detects + " (the minimum detectable change before the latest run)" +
           (within ? "; each median inside the other run's interval" : "");
         td.appendChild(a);
         tr.appendChild(td);
