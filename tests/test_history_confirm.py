@@ -158,3 +158,12 @@ def _confirming_run(env: dict[str, str]) -> dict[str, Any]:
     (folder,) = [p for p in runs_dir(env).iterdir() if not p.name.startswith("2025")]
     doc: dict[str, Any] = json.loads((folder / "run.json").read_text())
     return doc
+
+
+def test_its_help_and_bad_input(harness_env: dict[str, str]) -> None:
+    done = run_harness(["history", "confirm", "--help"], harness_env)
+    assert done.returncode == 0, done.stderr
+    assert "(default: 10% of the nightly's hour, 360 s," in " ".join(done.stdout.split())
+    done = run_harness(["history", "confirm", "--budget-s", "0"], harness_env)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "harness: --budget-s: expected seconds > 0, got 0\n", done.stderr

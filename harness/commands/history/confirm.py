@@ -61,9 +61,9 @@ def add_parser(verbs: Commands) -> None:
         "--budget-s",
         type=float,
         metavar="S",
-        help=f"seconds for the confirming runs (default: {CONFIRM_SHARE:.0%} of the nightly's "
-        f"hour, {confirm_share_s():g} s, or what the hour leaves after the newest runs began "
-        "if less)",
+        help=f"seconds for the confirming runs (default: {CONFIRM_SHARE * 100:.0f}%% of the "
+        f"nightly's hour, {confirm_share_s():g} s, or what the hour leaves after the newest "
+        "runs began if less)",
     )
     p.add_argument("--plan", action="store_true", help="print what it would run, and stop")
     add_db_option(p)
