@@ -166,4 +166,4 @@ def test_its_help_and_bad_input(harness_env: dict[str, str]) -> None:
     assert "(default: 10% of the nightly's hour, 360 s," in " ".join(done.stdout.split())
     done = run_harness(["history", "confirm", "--budget-s", "0"], harness_env)
     assert done.returncode == 2, done.stderr
-    assert done.stderr == "harness: --budget-s: expected seconds > 0, got 0\n", done.stderr
+    assert done.stderr == "harness: error: --budget-s: expected seconds > 0, got 0\n", done.stderr
