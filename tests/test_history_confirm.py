@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import rundocs
 from conftest import run_harness, runs_dir
 
 from harness.stats import summarize_cell
@@ -167,3 +168,23 @@ def test_its_help_and_bad_input(harness_env: dict[str, str]) -> None:
     done = run_harness(["history", "confirm", "--budget-s", "0"], harness_env)
     assert done.returncode == 2, done.stderr
     assert done.stderr == "harness: error: --budget-s: expected seconds > 0, got 0\n", done.stderr
+
+
+def test_a_confirming_run_of_a_run_the_history_lacks_is_refused_by_name(
+    harness_env: dict[str, str],
+) -> None:
+    repeats = [{"ops_per_sec": 1000.0 + i} for i in range(5)]
+    doc = rundocs.run(
+        [rundocs.cell("fast", "steady", {"rate": 1000}, repeats)],
+        suite="sleepy",
+        config=rundocs.config(strategies=["fast"], confirms="20250101T000000Z-nosuch"),
+    )
+    folder = runs_dir(harness_env) / doc["run_id"]
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps(doc))
+    done = run_harness(["history", "import", str(folder)], harness_env)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"harness: refused: {folder}/run.json: it confirms run 20250101T000000Z-nosuch, which "
+        "the history does not have on this run's machine (import that run first)\n"
+    )
