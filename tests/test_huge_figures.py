@@ -15,7 +15,7 @@ from conftest import FIXTURES, run_harness, runs_dir
 from rundocs import cell, run
 
 from harness.base.writes import WriteFailed
-from harness.results import RunRecord
+from harness.run.recorder import RunRecord
 from harness.rundoc import jsonfile
 from harness.rundoc.model import RunDoc, Summary
 from harness.stability import warnings_for

@@ -18,7 +18,7 @@ from rundocs import schema_problems
 from harness.describe import describe
 from harness.hostinfo import collect_host, git_info
 from harness.paths import REPO_ROOT
-from harness.results import RunRecord
+from harness.run.recorder import RunRecord
 from harness.rundoc import jsonfile
 from harness.rundoc.model import SCHEMA_VERSION
 from harness.rundoc.schema import SCHEMA_FILE, run_schema, schema_text

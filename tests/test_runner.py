@@ -28,8 +28,8 @@ from rundocs import RUN_KEYS
 
 from harness.base.stop import StopFlag
 from harness.base.writes import write_json_atomic
-from harness.results import make_run_dir
 from harness.run.progress import LineProgress, RichProgress, Step, make_progress
+from harness.run.recorder import make_run_dir
 from harness.run.repeat import Outcome, run_repeat
 
 pytestmark = pytest.mark.unit
@@ -231,7 +231,7 @@ def test_non_finite_numbers_are_written_as_null(tmp_path: Path) -> None:
 
 def test_run_ids_get_a_suffix_on_collision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     instant = time.gmtime(1_700_000_000)
-    monkeypatch.setattr("harness.results.time.gmtime", lambda *_: instant)
+    monkeypatch.setattr("harness.run.recorder.time.gmtime", lambda *_: instant)
     ids = [make_run_dir(tmp_path, "0123456789abcdef")[0] for _ in range(3)]
     assert ids == [
         "20231114T221320Z-0123456",

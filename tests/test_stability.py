@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 from rundocs import cell, run
 
-from harness.results import RunRecord
+from harness.run.recorder import RunRecord
 from harness.rundoc.jsonfile import as_json
 from harness.rundoc.model import RunDoc as Run
 from harness.stability import cell_warnings, spearman_trend, stability_notes, warnings_for

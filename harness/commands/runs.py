@@ -19,9 +19,9 @@ from harness.commands.parsing import EXIT_INTERRUPTED
 from harness.errors import BadInput
 from harness.hostinfo import gather
 from harness.paths import REPO_ROOT
-from harness.results import RunRecord
 from harness.run.lifetime import open_confinement, workload_binaries
 from harness.run.plan import Plan
+from harness.run.recorder import RunRecord
 from harness.run.rejected import WorkloadRejected, end_rejected
 from harness.run.runner import execute
 from harness.run.scratch import Scratch

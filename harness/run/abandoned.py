@@ -14,9 +14,9 @@ from pathlib import Path
 
 from harness.base.owner import Owner
 from harness.probes.record import EXPLAIN_FOLDER, cell_folder
-from harness.results import RunRecord
 from harness.run import leftovers, scratch
 from harness.run.cgroup import Hierarchy, owner_groups
+from harness.run.recorder import RunRecord
 from harness.rundoc.jsonfile import RunLoadError, load_run
 from harness.rundoc.model import RunDoc
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 
 from harness.errors import BadInput
-from harness.results import RunRecord
+from harness.run.recorder import RunRecord
 from harness.run.repeat import Outcome
 
 BEFORE_READY = "(before 'ready')"

@@ -22,11 +22,11 @@ from harness.probes.record import EXPLAIN_FOLDER, cell_folder, with_repeat
 from harness.probes.session import ProbeSession
 from harness.profiles.cells import build_profiles
 from harness.profiles.settings import ProfileSettings
-from harness.results import RunRecord
 from harness.run import perfmaps
 from harness.run.confine import Confinement
 from harness.run.plan import Plan
 from harness.run.progress import Step, make_progress
+from harness.run.recorder import RunRecord
 from harness.run.rejected import rejection
 from harness.run.repeat import Outcome, run_repeat
 from harness.run.resultcheck import vet
