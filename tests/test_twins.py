@@ -1,8 +1,9 @@
 """A strategy compared with its twin (describe's compare_with) rather than the suite's
 baseline: in run.json's cells and comparisons, the table's vs column, the findings, the
-reports and the history's points; a run without the twin falls back to the baseline and says
-so; a describe naming an unknown twin is refused. The pair fixture suite: `driver` (950 ops/s)
-names `driver-bare` (1000 ops/s); the baseline `none` is another client (5000 ops/s)."""
+reports, the history's points and the dashboard's grid; a run without the twin falls back to
+the baseline and says so; a describe naming an unknown twin is refused. The pair fixture
+suite: `driver` (950 ops/s) names `driver-bare` (1000 ops/s); the baseline `none` is another
+client (5000 ops/s)."""
 
 from __future__ import annotations
 
@@ -199,6 +200,41 @@ def test_the_table_and_the_summary_say_when_the_twin_is_not_in_the_run(
     summary = ascii_text((run_dir / "summary.md").read_text())
     assert "- `driver`: 0.19x the ops/s of `none` [95% CI" in summary
     assert "> note: driver is compared with none, not compared with its twin" in summary
+
+
+def test_the_dashboard_grid_takes_each_cell_s_baseline_from_the_history(
+    twinned: tuple[str, Path],
+    twinless: tuple[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The twinned run, then the twinless: the driver's latest cell is compared with none,
+    driver-bare's (stale: from the first run) with none, and in a history of the first run
+    alone the driver's with driver-bare."""
+    db = f"sqlite:///{tmp_path / 'history.sqlite'}"
+
+    def grid(*run_dirs: Path) -> dict[str, dict[str, Any]]:
+        code, _, err = harness(["history", "import", "--db", db, *map(str, run_dirs)], capsys)
+        assert code == 0, err
+        out = tmp_path / "site"
+        code, _, err = harness(["dashboard", "--db", db, "--out", str(out)], capsys)
+        assert code == 0, err
+        (script,) = (out / "data").glob("suite-*.js")  # the one suite of the one machine
+        text = script.read_text()
+        data = json.loads(text[text.index("{") : text.rindex("}") + 1])
+        assert data["baseline"] == "none"
+        return {c["strategy"]: c for c in data["cells"] if c["metric"] == "ops_per_sec"}
+
+    first = grid(twinned[1])
+    driver = first["driver"]
+    assert driver["base_strategy"] == "driver-bare"
+    assert driver["base"] == first["driver-bare"]["latest"]
+    assert driver["latest"] / driver["base"] == pytest.approx(0.95, abs=0.005)
+    assert first["driver-bare"]["base_strategy"] == "none"
+    assert first["none"]["base_strategy"] == "none"  # itself: compared with nothing
+    second = grid(twinless[1])
+    assert second["driver"]["base_strategy"] == "none"
+    assert second["driver"]["latest"] / second["driver"]["base"] == pytest.approx(0.19, abs=0.005)
 
 
 def before_point_baselines() -> str:

@@ -55,6 +55,9 @@ class Series:
     better: str | None
     points: list[Point] = field(default_factory=list)
     """(run pk, median, interval low, high), oldest run first."""
+    compared_with: dict[int, str] = field(default_factory=dict)
+    """Run pk -> the strategy the cell was compared with in that run (its twin, or the run's
+    baseline); runs without one (the baseline's own cell) are not in it."""
 
 
 @dataclass
@@ -112,10 +115,17 @@ def load(conn: Connection) -> History:
     order = {pk: i for i, pk in enumerate(run_rows)}
     by_series: dict[int, list[Point]] = defaultdict(list)
     query = select(
-        points.c.series_id, points.c.run_id, points.c.median, points.c.ci_low, points.c.ci_high
+        points.c.series_id,
+        points.c.run_id,
+        points.c.median,
+        points.c.ci_low,
+        points.c.ci_high,
+        points.c.baseline,
     )
-    for series_id, run_id, median, low, high in conn.execute(query):
+    for series_id, run_id, median, low, high, baseline in conn.execute(query):
         by_series[series_id].append((run_id, median, low, high))
+        if baseline is not None:
+            all_series[series_id].compared_with[run_id] = baseline
     for series_id, found in by_series.items():
         all_series[series_id].points = sorted(found, key=lambda p: order[p[0]])
     changes = queries.changes(conn, ("regression", "improvement", "change"))

@@ -55,7 +55,9 @@ class SuitePages:
             if not s.points:
                 continue
             params = json.dumps(s.params, sort_keys=True)
-            base = by_cell.get((base_name, s.scenario, params, s.metric))
+            # The strategy the latest run compared the cell with: its twin, or the baseline.
+            base_strategy = s.compared_with.get(s.points[-1][0]) or base_name
+            base = by_cell.get((base_strategy, s.scenario, params, s.metric))
             base_point = base.points[-1] if base is not None and base.points else None
             medians = np.array([pt[1] for pt in s.points])
             cells.append(
@@ -69,6 +71,7 @@ class SuitePages:
                     "previous": s.points[-2][1] if len(s.points) > 1 else None,
                     "previous_within": len(s.points) > 1 and _within(s.points[-1], s.points[-2]),
                     "base": base_point[1] if base_point else None,
+                    "base_strategy": base_strategy,
                     "base_within": base_point is not None and _within(s.points[-1], base_point),
                     # The run-to-run noise the detection judges this series by; a change
                     # within the two runs' own intervals is not coloured either.
@@ -104,12 +107,13 @@ class SuitePages:
             "<label>metric <select id='metric'></select></label>"
             "<label>colour by <select id='against'><option value='previous'>change since the "
             "previous run</option><option value='baseline'>ratio to the baseline "
-            f"({e(base_name or 'none')})</option></select></label>"
+            f"({e(base_name or 'none')}, or the strategy's twin)</option></select></label>"
             "<label>strategy <select id='f-strategy'></select></label>"
             "<label>scenario <select id='f-scenario'></select></label>"
             "<span id='f-params'></span></form>"
             "<p class='legend'>Each cell: the latest median, its change since the previous run "
-            "and its ratio to the baseline, and the last runs' medians. "
+            "and its ratio to the baseline (to its twin, named, for a strategy the suite "
+            "compares with one), and the last runs' medians. "
             "<span class='tone worse'>worse</span> <span class='tone better'>better</span> "
             "<span class='tone moved'>moved (no direction)</span> "
             "<span class='tone same'>within its noise or the runs' intervals, or a change "

@@ -141,7 +141,10 @@
         td.style.backgroundColor = colour(kind, change, c.noise);
         a.appendChild(line(c.latest_text, "value"));
         a.appendChild(line(sincePrevious === null ? "first run" : percent(sincePrevious) + " since previous"));
-        a.appendChild(line(toBase === null ? "no baseline" : toBase.toFixed(2) + "\u00d7 baseline"));
+        // A strategy compared with its twin (the suite's compare_with) names it.
+        const twin = c.base_strategy && c.base_strategy !== data.baseline ? c.base_strategy : null;
+        const baseWord = twin === null ? "baseline" : twin + " (twin)";
+        a.appendChild(line(toBase === null ? "no " + baseWord : toBase.toFixed(2) + "\u00d7 " + baseWord));
         a.appendChild(line(c.detects, "detects"));
         if (c.stale) a.appendChild(line("missing in the latest run", "stale"));
         const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
