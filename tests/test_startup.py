@@ -57,7 +57,13 @@ def test_a_command_line_without_a_verb_imports_no_verb(args: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["run", "--help"], ["run"], ["run", "sleepy", "--repeat", "0"], ["list", "--help"]]
+    "args",
+    [
+        *[[verb, "--help"] for verb in ("list", "build", "run", "probe", "compare", "report")],
+        ["doctor", "--help"],
+        ["run"],
+        ["run", "sleepy", "--repeat", "0"],
+    ],
 )
 def test_a_verbs_help_and_usage_errors_import_no_heavy_library(args: list[str]) -> None:
     modules = imported_after(args)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness import compare
 from harness.commands import consoles
 from harness.commands.parsing import FORMATTER, Commands, add_wide_option, help_text
 
@@ -38,4 +37,6 @@ def add_parser(commands: Commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from harness import compare  # numpy, pydantic: not for --help
+
     return compare.compare_command(args.run_a, args.run_b, consoles.stdout(), args.json, args.wide)

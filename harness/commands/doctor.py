@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from harness import doctor
 from harness.commands import consoles
 from harness.commands.parsing import FORMATTER, Commands, help_text
 
@@ -29,4 +28,6 @@ def add_parser(commands: Commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from harness import doctor  # numpy, the probes: not for --help
+
     return doctor.doctor_command(consoles.stdout(), args.json)

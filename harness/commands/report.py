@@ -7,8 +7,6 @@ from pathlib import Path
 
 from harness.base.writes import write_failed
 from harness.commands.parsing import FORMATTER, Commands, help_text
-from harness.report import write_all
-from harness.rundoc.jsonfile import load_run
 
 
 def add_parser(commands: Commands) -> None:
@@ -28,6 +26,9 @@ def add_parser(commands: Commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Exit 2 for what is not a run (as `compare`), 1 when a report cannot be written."""
+    from harness.report import write_all  # pydantic: not for --help
+    from harness.rundoc.jsonfile import load_run
+
     run: Path = args.run
     folder = run if run.is_dir() else run.parent
     load_run(run)  # RunLoadError, exit 2: a foreign file, another schema_version...

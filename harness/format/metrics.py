@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.format.cells import cell_summary
 from harness.format.names import printable
 
 # The headline columns, as in the scylla PR's summary, in this order when present; every other
@@ -74,6 +73,10 @@ def report_columns(
     (`probe_metrics`, in their order) present in some cell's summary. A run.json without
     declared metrics gets the terminal table's.
     """
+    # Here: cells sums with numpy, and the probes' registry reads SHARE_UNIT from this
+    # module as `harness run --help` builds its parser.
+    from harness.format.cells import cell_summary
+
     present = {name for cell in cells for name in cell_summary(cell)}
     declared = [str(m["name"]) for m in doc.get("metrics") or []]
     if not declared:
