@@ -59,7 +59,8 @@ def test_a_command_line_without_a_verb_imports_no_verb(args: list[str]) -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        *[[verb, "--help"] for verb in ("list", "build", "run", "probe", "compare", "report")],
+        *[[verb, "--help"] for verb in ("list", "build", "run", "bench", "probe", "compare")],
+        ["report", "--help"],
         ["doctor", "--help"],
         ["run"],
         ["run", "sleepy", "--repeat", "0"],

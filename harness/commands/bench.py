@@ -19,16 +19,13 @@ from harness.commands.parsing import (
     names,
 )
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
-from harness.commands.runs import deadline_slack_s, run_plan, status_exit
 from harness.cpuset import auto_split, online_cpus
 from harness.describe import describe
 from harness.errors import BadInput
 from harness.paths import lock_path, results_root, suites_path, workloads_root
 from harness.probes import registry
 from harness.probes.probe import ProbeSpec
-from harness.run.estimate import learn_startup, plan_lines, planned_s
 from harness.run.plan import Plan, plan_matrix
-from harness.run.preflight import preflight
 from harness.runlock import RunLock
 from harness.suites import Suite
 
@@ -90,6 +87,11 @@ def handle(args: argparse.Namespace) -> int:
         where = ", ".join(str(root) for root in roots)
         raise BadInput(f"no suites under {where} (a suite is a folder with a suite.toml)")
     out_dir = results_root() / "runs"
+    # What runs the plans (numpy, pydantic): `bench --help` and a usage error go without.
+    from harness.commands.runs import deadline_slack_s, run_plan, status_exit
+    from harness.run.estimate import learn_startup, plan_lines, planned_s
+    from harness.run.preflight import preflight
+
     slack_s = deadline_slack_s()
     cpus = os.cpu_count() or 1
     plans = learn_startup(_plans(suites, args, cpus, probes), out_dir, cpus)
