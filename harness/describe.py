@@ -15,9 +15,8 @@ from typing import Any
 from harness import needs
 from harness.charts.workload import CHARTS, PlotSpec, Series
 from harness.errors import BadInput, HarnessError
+from harness.params import ParamValue
 from harness.suites import Suite
-
-ParamValue = int | float | bool | str
 
 PARAM_TYPES = ("int", "float", "bool", "choice", "string")
 _PLOT_NAME = re.compile(r"[A-Za-z0-9_-]+")  # part of a file name
@@ -130,13 +129,6 @@ def _integer(raw: object) -> int | None:
     if number is None or not number.is_integer() or abs(number) > _MAX_SAFE:
         return None
     return int(number)
-
-
-def render(value: ParamValue) -> str:
-    """A typed value as written after `--param k=`."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return repr(value) if isinstance(value, float) else str(value)
 
 
 def plain_number(number: float) -> str:

@@ -12,8 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from harness import kept
-from harness.describe import Description, render
+from harness.describe import Description
 from harness.format.names import printable
+from harness.params import render
 from harness.suites import Suite
 
 # The modules whose code lays the tables out: a kept text is of their files as they were.

@@ -12,8 +12,9 @@ import pytest
 from conftest import FIXTURES
 from product_text import issue_refs
 
-from harness.describe import ParamSpec, parse_description, render
+from harness.describe import ParamSpec, parse_description
 from harness.errors import BadInput
+from harness.params import render
 from harness.paths import REPO_ROOT
 from harness.run.plan import plan_matrix
 from harness.suites import Scale, discover, load_suite, select

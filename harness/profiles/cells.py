@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base.writes import write_atomic
-from harness.describe import render as render_value
+from harness.params import render as render_value
 from harness.profiles import folded, inferno, offwake_graphs
 from harness.profiles.graphs import FlameGraph
 from harness.profiles.settings import ProfileSettings

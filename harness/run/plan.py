@@ -8,8 +8,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.describe import Description, ParamSpec, ParamValue, render
+from harness.describe import Description, ParamSpec
 from harness.errors import BadInput
+from harness.params import ParamValue, render
 from harness.probes import overhead, registry
 from harness.probes.probe import ProbeSpec
 from harness.profiles.settings import ProfileSettings

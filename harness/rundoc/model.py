@@ -16,12 +16,13 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 from pydantic.json_schema import SkipJsonSchema
 
+from harness.params import ParamValue
+
 SchemaVersion = Literal[2]
 SCHEMA_VERSION: Final[SchemaVersion] = 2
 
 Status = Literal["running", "complete", "partial", "failed", "interrupted", "abandoned"]
 Verdict = Literal["better", "worse", "no change", "changed", "inconclusive"]
-ParamValue = int | float | bool | str
 Ratios = dict[str, float | None]
 
 T = TypeVar("T")
