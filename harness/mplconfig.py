@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -19,6 +18,8 @@ def ensure_writable() -> None:
         config.mkdir(parents=True, exist_ok=True)
         if os.access(config, os.W_OK | os.X_OK):
             return
+    import tempfile  # here: every harness command starts here, and few come this far
+
     private = Path(tempfile.gettempdir()) / f"harness-matplotlib-{os.getuid()}"
     with contextlib.suppress(OSError):
         private.mkdir(mode=0o700, exist_ok=True)
