@@ -72,6 +72,20 @@ def test_a_verbs_help_and_usage_errors_import_no_heavy_library(args: list[str]) 
     assert not heavy(modules)
 
 
+@pytest.mark.parametrize(
+    "refused",
+    [["--strategies", "no-such-strategy"], ["--param", "rate=-1"], ["--scenario", "nope"]],
+)
+def test_a_run_refused_by_its_plan_imports_no_heavy_library(
+    refused: list[str], harness_env: dict[str, str]
+) -> None:
+    """The suite, its describe and the plan are checked before the run pipeline is imported:
+    a test of bad input, as most of `make test`'s runs are, starts no more than that."""
+    modules = imported_after(["run", "sleepy", *refused], harness_env)
+    assert "harness.run.plan" in modules
+    assert not heavy(modules)
+
+
 def _verb_modules() -> set[str]:
     return {f"harness.commands.{verb}" for verb in cli.VERBS}
 

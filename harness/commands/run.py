@@ -25,6 +25,7 @@ from harness.commands.parsing import (
     positive_int,
 )
 from harness.commands.probe_options import add_probe_options, probe_specs, profile_settings
+from harness.commands.runs import deadline_slack_s, run_plan, status_exit
 from harness.cpuset import online_cpus, parse_cpuset, roles_of
 from harness.describe import describe
 from harness.errors import BadInput
@@ -212,12 +213,6 @@ def handle(args: argparse.Namespace) -> int:
         raise BadInput("--probe-overhead needs probes to measure, and --probes is none")
     sweep = param_sweep(args.param)
     out_dir: Path = args.out or results_root() / "runs"
-    # What runs the plan (numpy, pydantic): `run --help` and a usage error go without.
-    from harness.commands.runs import deadline_slack_s, run_plan, status_exit
-    from harness.run.estimate import learn_startup
-    from harness.run.preflight import preflight
-    from harness.rundoc import jsonfile
-
     slack_s = deadline_slack_s()
     description = describe(suite)
     plan = build_plan(
@@ -237,6 +232,11 @@ def handle(args: argparse.Namespace) -> int:
         profile=profile_settings(args),
         cpuset=parse_cpuset(args.cpuset, roles_of(description), online_cpus()),
     )
+    # What runs the plan (numpy, pydantic): `run --help` and input refused so far go without.
+    from harness.run.estimate import learn_startup
+    from harness.run.preflight import preflight
+    from harness.rundoc import jsonfile
+
     (plan,) = learn_startup([plan], out_dir, os.cpu_count() or 1)  # for the ETA
     preflight([plan], out_dir)  # bad input is exit 2 also while another run holds the lock
     with RunLock(lock_path(), " ".join(args.command_line)):

@@ -7,11 +7,11 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
 
-from harness import tables
 from harness.base.stop import stop_on_signals
 from harness.base.writes import WriteFailed, write_failed
 from harness.commands import consoles
@@ -19,12 +19,11 @@ from harness.commands.parsing import EXIT_INTERRUPTED
 from harness.errors import BadInput
 from harness.hostinfo import gather
 from harness.paths import REPO_ROOT
-from harness.run.lifetime import open_confinement, workload_binaries
 from harness.run.plan import Plan
-from harness.run.recorder import RunRecord
-from harness.run.rejected import WorkloadRejected, end_rejected
-from harness.run.runner import execute
 from harness.run.scratch import Scratch
+
+if TYPE_CHECKING:
+    from harness.run.recorder import RunRecord
 
 DEFAULT_DEADLINE_SLACK_S = 120.0
 
@@ -51,6 +50,14 @@ def run_plan(
     later_s: float = 0.0,
     wide: bool = False,
 ) -> tuple[RunRecord, str]:
+    # The run pipeline (numpy, pydantic) is imported by the plan's run: a verb's checks of
+    # its input (the suite, its describe, the plan) go without it.
+    from harness import tables
+    from harness.run.lifetime import open_confinement, workload_binaries
+    from harness.run.recorder import RunRecord
+    from harness.run.rejected import WorkloadRejected, end_rejected
+    from harness.run.runner import execute
+
     with stop_on_signals() as stop:
         confinement = open_confinement(out_dir, workload_binaries(plan.suite.binary))
         try:
