@@ -13,14 +13,15 @@ from harness.commands.parsing import FORMATTER, Commands, help_text
 def add_parser(commands: Commands) -> None:
     p = commands.add_parser(
         "history",
-        help="the results history: import, list, regressions, ack, export",
+        help="the results history: import, list, regressions, ack, export, bisect",
         formatter_class=FORMATTER,
         description=help_text("""
             The history database holds every imported run's medians, intervals and repeats,
             per machine (a fingerprint of its CPU, memory and settings) and series (suite,
             strategy, scenario, parameters, metric). Importing finds change points per series
             and groups those of one run into an event; `regressions` lists the worsened
-            series and exits 1 while one of them is not acknowledged.
+            series and exits 1 while one of them is not acknowledged; `bisect EVENT` runs the
+            `harness bisect` of an event's regressed series and keeps its result with it.
             """),
         epilog=help_text("""
             examples:
@@ -28,6 +29,7 @@ def add_parser(commands: Commands) -> None:
               harness history regressions --json         for cron and CI (exit 1: open ones)
               harness history ack 3 --reason "timer wheel traded latency for throughput"
               harness history export --format csv > points.csv
+              harness history bisect 3                   find the commit, keep the result
               harness history power --suite timers       the change each series can show
               HARNESS_DB=postgresql+psycopg://bench@db/harness harness history import
             """),
