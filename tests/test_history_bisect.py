@@ -26,8 +26,10 @@ from rundocs import cell, config, run
 from sqlalchemy import func, select
 
 from harness.cli import build_parser
-from harness.history.db import connect
-from harness.history.schema import event_bisections
+from harness.history import bisections
+from harness.history.bisect_ranges import SeriesRange, event_ranges
+from harness.history.db import connect, writing
+from harness.history.schema import event_bisections, events
 
 QUICK = ["--rounds", "6", "--max-rounds", "12", "--duration-s", "0.1", "--warmup-s", "0"]
 NO_WHY = ["--explain-repeats", "0"]
@@ -338,3 +340,116 @@ def test_an_interrupted_bisection_keeps_nothing(
     (folder,) = (Path(harness_env["HARNESS_RESULTS"]) / "bisect").iterdir()
     assert json.loads((folder / "bisect.json").read_text())["status"] == "interrupted"
     assert kept_rows(url) == 0
+
+
+def kept(url: str, doc: dict[str, Any]) -> tuple[int, SeriesRange]:
+    """The result `doc` (as bisect.json has it) kept for the only event's largest regression."""
+    engine = connect(url)
+    with engine.connect() as conn:
+        (event,) = conn.execute(select(events.c.id)).scalars()
+        found = event_ranges(conn, event)[0]
+    assert found.command is not None and found.good is not None and found.bad is not None
+    with writing(engine) as conn:
+        bisections.store(
+            conn, found.run_pk, found.series_id, (found.good, found.bad), found.command, doc
+        )
+    return event, found
+
+
+@pytest.mark.unit
+def test_a_kept_result_links_its_differential_flame_graph_and_bisect_json(
+    tmp_path: Path, harness_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bisection explained keeps the finding and the graph's path: the event's row and the
+    series page say the finding and link the graph and bisect.json where they are."""
+    commits = [f"{n:x}" * 40 for n in range(1, 7)]
+    flat, fallen = {("none", 64): 1000.0}, {("none", 64): 600.0}
+    dirs = sourced_nights(
+        tmp_path / "runs", tmp_path / "app" / "bench", commits, [flat] * 4 + [fallen] * 2
+    )
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    imported(url, dirs, capsys)
+    folder = Path(harness_env["HARNESS_RESULTS"]) / "bisect" / "20250105-000000"
+    graph = folder / "why" / "run-b" / "compare" / "run-a" / "none.diff.svg"
+    graph.parent.mkdir(parents=True)
+    graph.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>')
+    (folder / "bisect.json").write_text("{}")
+    finding = "CPU per op 1.7x (95% CI 1.6-1.8): 1.7µs vs 1.0µs"
+    doc = {
+        "status": "found",
+        "first_bad": "c" * 40,
+        "first_bad_subject": "timers: <checksum> the key",
+        "last_good": "b" * 40,
+        "effect": {"ratio": 0.6, "low": 0.55, "high": 0.66, "p": 0.031},
+        "finding": finding,
+        "diff_flamegraph": str(graph),
+        "folder": str(folder),
+    }
+    event, found = kept(url, doc)
+    site = tmp_path / "site"
+    code, _, err = harness(["dashboard", "--db", url, "--out", str(site)], capsys)
+    assert code == 0, err
+    for page in (site / "index.html", site / "series" / f"{found.series_id}.html"):
+        html = page.read_text()
+        assert "first bad commit <code>cccccccccccc</code> timers: &lt;checksum&gt; the key" in html
+        assert f"against <code>{commits[3][:12]}</code>" in html and finding in unescape(html)
+        links = dict(
+            (text, href)
+            for href, text in re.findall(
+                r"<a href='([^']+)'>(differential flame graph|bisect.json)</a>", html
+            )
+        )
+        assert (page.parent / links["differential flame graph"]).resolve() == graph.resolve()
+        assert (page.parent / links["bisect.json"]).resolve() == (folder / "bisect.json").resolve()
+    assert f"harness history bisect {event}" not in (site / "index.html").read_text()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("doc", "said"),
+    [
+        (
+            {"status": "no-regression"},
+            "no regression between 444444444444 and 555555555555: the bad end measured not worse "
+            "than the good one",
+        ),
+        (
+            {
+                "status": "undecided",
+                "last_good": "5" * 40,
+                "undecided_between": ["5" * 40, "6" * 40],
+            },
+            "undecided between 555555555555 and 666666666666: a step stayed undecided after its "
+            "rounds",
+        ),
+        (
+            {
+                "status": "untestable",
+                "last_good": "5" * 40,
+                "undecided_between": ["5" * 40, "6" * 40],
+            },
+            "untestable between 555555555555 and 666666666666: the commits between do not build",
+        ),
+    ],
+)
+def test_a_bisection_without_a_culprit_says_where_it_ended(
+    tmp_path: Path,
+    harness_env: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    doc: dict[str, Any],
+    said: str,
+) -> None:
+    commits = [f"{n:x}" * 40 for n in range(1, 7)]
+    flat, fallen = {("none", 64): 1000.0}, {("none", 64): 600.0}
+    dirs = sourced_nights(
+        tmp_path / "runs", tmp_path / "app" / "bench", commits, [flat] * 4 + [fallen] * 2
+    )
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    imported(url, dirs, capsys)
+    kept(url, doc | {"folder": str(tmp_path / "bisect")})
+    with connect(url).connect() as conn:
+        (result,) = bisections.stored(conn).values()
+    assert result.summary() == said and result.verdict == doc["status"]
+    site = tmp_path / "site"
+    harness(["dashboard", "--db", url, "--out", str(site)], capsys)
+    assert said in unescape((site / "index.html").read_text())

@@ -63,7 +63,7 @@ class Bisection:
         low, high = (self.last_good or self.good)[:12], (self.undecided_until or self.bad)[:12]
         if self.verdict == "untestable":
             return f"untestable between {low} and {high}: the commits between do not build"
-        return f"undecided between {low} and {high}: a step stayed within its noise"
+        return f"undecided between {low} and {high}: a step stayed undecided after its rounds"
 
 
 def store(
