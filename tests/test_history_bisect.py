@@ -142,6 +142,8 @@ def test_each_regressed_series_of_an_event_shows_its_range_and_command(
     code, _, err = harness(["dashboard", "--db", url, "--out", str(site)], capsys)
     assert code == 0, err
     row = commands_in(site / "index.html")
+    # The commits the row names are the suite's (suite_source), not the harness's.
+    assert f"{commits[3][:10]}..{commits[4][:10]}" in (site / "index.html").read_text()
     assert row[1] == f"harness history bisect {event}"
     largest = bisect_args(row[0])
     assert (largest.suite, largest.good, largest.bad) == (str(folder), commits[3], commits[4])

@@ -32,6 +32,13 @@ class Run:
     # The probes the run's machine could not run, and why: their figures are not in it.
     probes_missing: dict[str, str] = field(default_factory=dict)
     files: list[tuple[str, str | None, str]] = field(default_factory=list)
+    # The commit of the suite's own checkout (run.json suite_source), None in older runs.
+    suite_commit: str | None = None
+
+    @property
+    def commit(self) -> str | None:
+        """The commit measured: the suite's checkout's, else (older runs) the harness's."""
+        return self.suite_commit or self.git_commit
 
     def probes_note(self) -> str:
         """`probes missing: futex, offwake`, or nothing when every probe ran."""
@@ -93,6 +100,7 @@ def load(conn: Connection) -> History:
             row.run_dir,
             row.report,
             json.loads(row.probes_missing) if row.probes_missing else {},
+            suite_commit=row.suite_commit,
         )
         for row in conn.execute(select(runs).order_by(runs.c.started_at, runs.c.run_id))
     }

@@ -94,7 +94,7 @@ class OverviewPages:
             if low is not None and high is not None:
                 interval = f" ({interval_html(s, low, high)})"
             if at > 0:
-                before_commit = short(self.site.h.runs[s.points[at - 1][0]].git_commit)
+                before_commit = short(self.site.h.runs[s.points[at - 1][0]].commit)
             start = max(0, at - SPARK_RUNS // 2)
             window = [pt[1] for pt in s.points[start : start + SPARK_RUNS]]
             spark = (
@@ -113,7 +113,7 @@ class OverviewPages:
             f"<td>{e(figure(s, c['before']))} &rarr; {e(figure(s, c['after']))}{unit}"
             f"{interval}</td>"
             f"<td><a href='{e(self.site.report_link(run, 0))}'>{e(run.run_id)}</a><br><small>"
-            f"{e(before_commit)}..{e(short(run.git_commit))}</small>{notes}</td>"
+            f"{e(before_commit)}..{e(short(run.commit))}</small>{notes}</td>"
             f"<td>{spark}</td><td>event {c['event']}: {e(state)}</td>"
             f"<td class='bisect'>{self.bisect_cell(c, pk)}</td></tr>"
         )
@@ -156,7 +156,7 @@ class OverviewPages:
             rows.append(
                 f'<tr><td><a href="{self.site.suite_page[(machine_id, suite)]}">{e(suite)}</a></td>'
                 f"<td>{e(self.site.machine_name(machine_id))}</td><td>{e(run.run_id)}</td>"
-                f"<td>{e(short(run.git_commit))}</td>"
+                f"<td>{e(short(run.commit))}</td>"
                 f"<td class='{e(run.status)}'>{e(run.status)}</td><td>{link}</td>"
                 f"<td>{e(run.probes_note())}</td></tr>"
             )
@@ -196,7 +196,7 @@ class OverviewPages:
         facts = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in keys.items())
         rows = "".join(
             f"<tr><td>{e(r.run_id)}</td><td>{e(r.suite)}</td><td>{e(r.status)}</td>"
-            f"<td>{e(r.kernel or '')}</td><td>{e(short(r.git_commit))}</td>"
+            f"<td>{e(r.kernel or '')}</td><td>{e(short(r.commit))}</td>"
             f"<td>{e(r.probes_note())}</td></tr>"
             for r in reversed(list(self.site.h.runs.values()))
             if r.machine_id == machine_id

@@ -95,10 +95,10 @@ class SuitePages:
         runs_line = ""
         if suite_runs:
             last = suite_runs[-1]
-            runs_line = f" · latest run {e(last.run_id)} ({e(short(last.git_commit))})"
+            runs_line = f" · latest run {e(last.run_id)} ({e(short(last.commit))})"
             if len(suite_runs) > 1:
                 before = suite_runs[-2]
-                runs_line += f", previous {e(before.run_id)} ({e(short(before.git_commit))})"
+                runs_line += f", previous {e(before.run_id)} ({e(short(before.commit))})"
         machine = self.site.machine_name(machine_id)
         body = (
             f"<p>machine <a href='machine-{machine_id}.html'>{e(machine)}"
@@ -140,7 +140,7 @@ class SuitePages:
                 {
                     "id": r.run_id,
                     "date": r.started_at,
-                    "commit": short(r.git_commit),
+                    "commit": short(r.commit),
                     "kernel": r.kernel or "",
                     "report": self.site.report_link(r, 1),
                 }
@@ -224,7 +224,7 @@ class SuitePages:
             rows.append(
                 f"<tr><td><a href='{e(self.site.report_link(run, 1))}'>{e(run.run_id)}</a></td>"
                 f"<td>{e(figure(s, median))}</td><td>{interval_html(s, low, high)}</td>"
-                f"<td>{e(short(run.git_commit))}</td>"
+                f"<td>{e(short(run.commit))}</td>"
                 f"<td>{e(run.kernel or '')}</td><td>{flames}</td>"
                 f"<td>{e(run.probes_note())}</td></tr>"
             )
