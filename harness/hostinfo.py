@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -198,7 +198,11 @@ def suite_source(folder: Path) -> dict[str, Any]:
     return {"folder": str(folder), **checkout}
 
 
-def gather(repo: Path, folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+# What a run.json records of where it ran: git_info, collect_host, suite_source.
+RunFacts = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
+
+
+def gather(repo: Path, folder: Path) -> RunFacts:
     """git_info(repo), collect_host() and suite_source(folder), asked at once: each waits on
     other programs (git, rustc, go), one after the other a tenth of a second before a run's
     first repeat."""
@@ -207,3 +211,13 @@ def gather(repo: Path, folder: Path) -> tuple[dict[str, Any], dict[str, Any], di
         host = pool.submit(collect_host)
         source = pool.submit(suite_source, folder)
         return git.result(), host.result(), source.result()
+
+
+def gather_soon(repo: Path, folder: Path) -> Future[RunFacts]:
+    """gather(repo, folder) begun in a thread: the caller goes on (imports the run pipeline,
+    checks the cells) while git, rustc and go answer."""
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(gather, repo, folder)
+    finally:
+        pool.shutdown(wait=False)  # its thread ends with the task

@@ -5,7 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.hostinfo import collect_host, format_cpulist, git_info, parse_cpulist, run_together
+from harness.hostinfo import (
+    collect_host,
+    format_cpulist,
+    gather,
+    gather_soon,
+    git_info,
+    parse_cpulist,
+    run_together,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -156,3 +164,20 @@ def test_commands_run_together_each_with_its_own_output(tmp_path: Path) -> None:
 def test_a_command_that_does_not_finish_in_time_is_none() -> None:
     (done,) = run_together([["sleep", "30"]], timeout_s=0.2)
     assert done is None
+
+
+def test_the_run_facts_begun_early_are_those_gathered_late(tmp_path: Path) -> None:
+    """gather_soon's thread answers what gather would: the repo's and the suite's git state
+    (a suite in a folder of the repo) and the host's facts."""
+    git(tmp_path, "init", "-q")
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "suite.toml").write_text("")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "first")
+    soon = gather_soon(tmp_path, tmp_path / "suite").result(timeout=60)
+    now = gather(tmp_path, tmp_path / "suite")
+    assert soon == now
+    repo, host, source = soon
+    assert repo["dirty"] is False and len(repo["commit"]) == 40
+    assert source == {"folder": str((tmp_path / "suite").resolve()), **repo}
+    assert host == collect_host()

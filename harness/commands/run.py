@@ -29,7 +29,8 @@ from harness.commands.runs import deadline_slack_s, run_plan, status_exit
 from harness.cpuset import online_cpus, parse_cpuset, roles_of
 from harness.describe import describe
 from harness.errors import BadInput
-from harness.paths import lock_path, results_root, suites_path, workloads_root
+from harness.hostinfo import gather_soon
+from harness.paths import REPO_ROOT, lock_path, results_root, suites_path, workloads_root
 from harness.run.bounds import MAX_CELLS, MAX_REPEATS, MAX_STEPS
 from harness.run.plan import ORDERS, build_plan
 from harness.runlock import RunLock
@@ -232,7 +233,10 @@ def handle(args: argparse.Namespace) -> int:
         profile=profile_settings(args),
         cpuset=parse_cpuset(args.cpuset, roles_of(description), online_cpus()),
     )
-    # What runs the plan (numpy, pydantic): `run --help` and input refused so far go without.
+    # The input is valid as far as the harness can tell alone: while the run pipeline is
+    # imported (numpy, pydantic) and the workload checks the cells, git, rustc and go say what
+    # run.json records of the machine. `run --help` and input refused so far go without both.
+    facts = gather_soon(REPO_ROOT, suite.folder)
     from harness.run.estimate import learn_startup
     from harness.run.preflight import preflight
     from harness.rundoc import jsonfile
@@ -242,7 +246,7 @@ def handle(args: argparse.Namespace) -> int:
     with RunLock(lock_path(), " ".join(args.command_line)):
         table_console = consoles.stderr() if args.json else consoles.stdout()
         record, status = run_plan(
-            plan, out_dir, args.command_line, slack_s, table_console, wide=args.wide
+            plan, out_dir, args.command_line, slack_s, table_console, wide=args.wide, facts=facts
         )
     if args.json:
         print(jsonfile.dumps(record.run))

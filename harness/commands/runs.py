@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,7 @@ from harness.base.writes import WriteFailed, write_failed
 from harness.commands import consoles
 from harness.commands.parsing import EXIT_INTERRUPTED
 from harness.errors import BadInput
-from harness.hostinfo import gather
+from harness.hostinfo import RunFacts, gather
 from harness.paths import REPO_ROOT
 from harness.run.plan import Plan
 from harness.run.scratch import Scratch
@@ -49,7 +50,10 @@ def run_plan(
     table_console: Console,
     later_s: float = 0.0,
     wide: bool = False,
+    facts: Future[RunFacts] | None = None,
 ) -> tuple[RunRecord, str]:
+    """Runs the plan into a new run directory; `facts`, hostinfo.gather's for the plan's suite
+    when it has been begun (hostinfo.gather_soon), else gathered here."""
     # The run pipeline (numpy, pydantic) is imported by the plan's run: a verb's checks of
     # its input (the suite, its describe, the plan) go without it.
     from harness import tables
@@ -61,7 +65,9 @@ def run_plan(
     with stop_on_signals() as stop:
         confinement = open_confinement(out_dir, workload_binaries(plan.suite.binary))
         try:
-            git, host, source = gather(REPO_ROOT, plan.suite.folder)
+            git, host, source = (
+                gather(REPO_ROOT, plan.suite.folder) if facts is None else facts.result()
+            )
             record = RunRecord.create(
                 out_dir, plan, git=git, host=host, command=command, suite_source=source
             )
