@@ -29,7 +29,7 @@ QUICK ?=
 suites_flag = $(if $(SUITES),--suites $(SUITES))
 
 .PHONY: deps system-deps python-env inferno lettuce-deps build bpf bench nightly dashboard \
-	bench-history test lint test-rust test-loom test-go test-python lock schema clean
+	bench-history bench-startup test lint test-rust test-loom test-go test-python lock schema clean
 
 ## deps: Debian packages (as root), the pinned Python environment, inferno, the eBPF
 ## collectors, every workload built
@@ -113,6 +113,10 @@ dashboard: python-env
 ## bench-history: the history's scale benchmark (synthetic year of nights; figures on stdout)
 bench-history: python-env
 	$(VENV)/bin/python scripts/bench-history
+
+## bench-startup: the CLI's start-up times (--help, list, run) beside a bare Python start
+bench-startup: python-env
+	$(VENV)/bin/python scripts/bench-startup
 
 ## test: lint, then every test (cargo test, loom, go test -race, pytest)
 test: deps lint test-rust test-loom test-go test-python

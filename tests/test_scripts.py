@@ -25,6 +25,7 @@ IO_BENCH = REPO_ROOT / "workloads" / "target" / "release" / "io-bench"
 RUN_BY = {
     "bench-detection": "test_bench_detection_with_few_seeds",
     "bench-history": "test_bench_history_with_two_nights",
+    "bench-startup": "test_bench_startup_with_one_call_each",
     "boot-check": "test_boot_check_loads_every_collector_on_debian_12s_kernel",
     "check-core": "test_check_core_on_the_committed_kernels",
     "check-venv-access.sh": "test_check_venv_access_on_the_venv",
@@ -176,10 +177,37 @@ def test_bench_detection_refuses_paths_without_recorded_noise(
 @pytest.mark.unit
 @pytest.mark.parametrize(
     ("script", "args"),
-    [("bench-detection", ["0"]), ("bench-history", ["x"]), ("bench-history", ["2", "3"])],
+    [
+        ("bench-detection", ["0"]),
+        ("bench-history", ["x"]),
+        ("bench-history", ["2", "3"]),
+        ("bench-startup", ["0"]),
+        ("bench-startup", ["1", "2"]),
+    ],
 )
 def test_bench_scripts_refuse_bad_input(script: str, args: list[str]) -> None:
     one_error_line(run([sys.executable, SCRIPTS / script, *args]), script)
+
+
+@pytest.mark.unit
+def test_bench_startup_with_one_call_each(tmp_path: Path) -> None:
+    done = run(
+        [sys.executable, SCRIPTS / "bench-startup", "1"], {**os.environ, "TMPDIR": str(tmp_path)}
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {line[:34].strip(): line[34:].split() for line in done.stdout.splitlines()[2:]}
+    assert set(rows) == {
+        f"{Path(sys.executable).name} -c pass",
+        "harness list (first: describes)",
+        "harness --help",
+        "harness list (kept)",
+        "harness run --help",
+        "harness run, refused by its plan",
+        "harness run: start to 1st repeat",
+    }
+    for figures in rows.values():  # wall, cpu, min, max, x python
+        assert len(figures) == 5 and float(figures[0]) > 0 and float(figures[4]) > 0
+    assert list(tmp_path.iterdir()) == []  # its temporary folder removed
 
 
 @pytest.mark.unit
