@@ -29,7 +29,7 @@ from harness.cli import build_parser
 from harness.history import bisections
 from harness.history.bisect_ranges import SeriesRange, event_ranges
 from harness.history.db import connect, writing
-from harness.history.schema import event_bisections, events
+from harness.history.schema import event_bisections, events, series
 
 QUICK = ["--rounds", "6", "--max-rounds", "12", "--duration-s", "0.1", "--warmup-s", "0"]
 NO_WHY = ["--explain-repeats", "0"]
@@ -455,3 +455,39 @@ def test_a_bisection_without_a_culprit_says_where_it_ended(
     site = tmp_path / "site"
     harness(["dashboard", "--db", url, "--out", str(site)], capsys)
     assert said in unescape((site / "index.html").read_text())
+
+
+@pytest.mark.unit
+def test_a_series_not_regressed_in_the_event_or_an_event_without_regression_is_one_line(
+    tmp_path: Path, harness_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--series naming a series the event did not regress, and an event of improvements only:
+    one line each, exit 2, nothing run."""
+    folder = tmp_path / "app" / "bench"
+    commits = [f"{n:x}" * 40 for n in range(1, 7)]
+    flat = {("none", 64): 1000.0, ("tokio", 64): 1000.0}
+    moved = {("none", 64): 600.0, ("tokio", 64): 1000.0}
+    faster = {("none", 64): 1400.0, ("tokio", 64): 1000.0}
+    dirs = sourced_nights(tmp_path / "runs", folder, commits, [flat] * 4 + [moved] * 2)
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    imported(url, dirs, capsys)
+    code, out, _ = harness(["history", "regressions", "--json", "--db", url], capsys)
+    (regression,) = json.loads(out)
+    with connect(url).connect() as conn:
+        series_ids = set(conn.execute(select(series.c.id)).scalars())
+    (steady,) = series_ids - {regression["series_id"]}
+    argv = ["history", "bisect", str(regression["event"]), "--series", str(steady), "--db", url]
+    code, out, err = harness(argv, capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert f"--series {steady}: not a regressed series of event {regression['event']}" in err
+    assert f"(those are: {regression['series_id']})" in err
+
+    up = sourced_nights(tmp_path / "up", folder, commits, [flat] * 4 + [faster] * 2)
+    url = f"sqlite:///{tmp_path / 'up.sqlite'}"
+    imported(url, up, capsys)
+    with connect(url).connect() as conn:
+        (event,) = conn.execute(select(events.c.id)).scalars()
+    code, out, err = harness(["history", "bisect", str(event), "--db", url], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert f"event {event} has no regression to bisect" in err
+    assert not (Path(harness_env["HARNESS_RESULTS"]) / "bisect").exists()
