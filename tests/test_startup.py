@@ -60,7 +60,7 @@ def test_a_command_line_without_a_verb_imports_no_verb(args: list[str]) -> None:
     "args",
     [
         *[[verb, "--help"] for verb in ("list", "build", "run", "bench", "probe", "compare")],
-        ["report", "--help"],
+        *[[verb, "--help"] for verb in ("report", "dashboard")],
         ["doctor", "--help"],
         ["run"],
         ["run", "sleepy", "--repeat", "0"],

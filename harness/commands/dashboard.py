@@ -8,9 +8,7 @@ from pathlib import Path
 
 from harness.commands.history.reading import DB_HELP
 from harness.commands.parsing import FORMATTER, Commands, help_text
-from harness.dashboard.site import build_site
 from harness.errors import BadInput, HarnessError
-from harness.history.db import connect, database_errors
 from harness.paths import results_root
 
 
@@ -32,6 +30,9 @@ def add_parser(commands: Commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from harness.dashboard.site import build_site  # SQLAlchemy, numpy: not for --help
+    from harness.history.db import connect, database_errors
+
     out = args.out or results_root() / "dashboard"
     engine = connect(args.db, create=False)
     try:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from sqlalchemy import Connection
-
-from harness.history.db import connect, database_errors
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 T = TypeVar("T")
 
@@ -24,6 +23,8 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
 
 def read(args: argparse.Namespace, query: Callable[[Connection], T]) -> T:
     """What query reads from the history at --db (which must exist)."""
+    from harness.history.db import connect, database_errors  # SQLAlchemy: not for --help
+
     engine = connect(args.db, create=False)
     with database_errors(engine), engine.connect() as conn:
         return query(conn)
