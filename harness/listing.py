@@ -86,8 +86,11 @@ def print_suites_kept(entries: Sequence[dict[str, Any]], console: Console) -> No
             print_suites(entries, console)
         text = capture.get()
         kept.write(entry, key, text)
-    console.file.write(text)
-    console.file.flush()
+    try:
+        console.file.write(text)
+        console.file.flush()
+    except BrokenPipeError:  # `harness list | head`: as rich's own print ends
+        console.on_broken_pipe()
 
 
 def print_suites(entries: Sequence[dict[str, Any]], console: Console) -> None:

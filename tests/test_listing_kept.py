@@ -3,12 +3,13 @@ lays them out again when the suites, the console or the code that draws them cha
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import types
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, HARNESS
 
 from harness import listing
 from harness.cli import main
@@ -101,3 +102,22 @@ def test_changed_drawing_code_is_drawn_again(
     code.write_text("WIDTH = 2\n")
     listed(capsys)
     assert len(drawn) == 2
+
+
+def test_a_closed_pipe_ends_the_list_as_rich_does(
+    tmp_path: Path, harness_env: dict[str, str]
+) -> None:
+    """`harness list | head`: exit 1 and no traceback, the kept text's write as rich's print."""
+    workloads = tmp_path / "workloads"
+    workloads.mkdir()
+    (workloads / "sleepy").symlink_to(FIXTURES / "sleepy")
+    env = {**harness_env, "HARNESS_WORKLOADS": str(workloads)}
+    for _ in range(2):  # drawn, then kept
+        listing = subprocess.Popen(
+            [*HARNESS, "list"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert listing.stdout is not None and listing.stderr is not None
+        listing.stdout.close()
+        assert listing.wait(timeout=60) == 1
+        assert listing.stderr.read() == b""
+        listing.stderr.close()
