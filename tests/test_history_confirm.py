@@ -108,7 +108,7 @@ def test_a_change_the_confirming_repeats_show_again_opens_its_event(
     assert code == 0 and found == [], found
 
     out = _confirm(harness_env)
-    assert "confirm plan: 1 provisional change, 10 repeats a cell" in out, out
+    assert "confirm plan: 1 change past the noise floor, 10 repeats a cell" in out, out
     assert "sleepy fast steady" in out and "beside the cell it is compared with" in out, out
     assert "held, event" in out, out
     code, found = _regressions(harness_env)

@@ -42,11 +42,13 @@ class Candidate:
         return abs(self.change.change) / self.change.noise
 
     @property
-    def label(self) -> str:
+    def cell_label(self) -> str:
         shown = " ".join(f"{k}={v}" for k, v in self.params.items())
-        return " ".join(
-            filter(None, [self.suite, self.strategy, self.scenario, shown, self.metric])
-        )
+        return " ".join(filter(None, [self.suite, self.strategy, self.scenario, shown]))
+
+    @property
+    def label(self) -> str:
+        return f"{self.cell_label} {self.metric}"
 
 
 @dataclass(frozen=True)

@@ -190,8 +190,7 @@ def _step_s(plan: Plan) -> float:
 def _plan_lines(plans: list[Plan], allotment: Allotment[Candidate], budget_s: float) -> list[str]:
     share = f"{budget_s / HOUR_S:.1%} of the nightly's hour"
     lines = [
-        f"confirm plan: {len(allotment.chosen)} provisional "
-        f"{'change' if len(allotment.chosen) == 1 else 'changes'}, "
+        f"confirm plan: {_count(allotment.chosen)} past the noise floor, "
         f"{allotment.repeats} repeats a cell, about {clock(allotment.seconds)} of the "
         f"{clock(budget_s)} share ({share}):"
     ]
@@ -202,23 +201,45 @@ def _plan_lines(plans: list[Plan], allotment: Allotment[Candidate], budget_s: fl
             f"  {plan.suite.name} (run {plan.confirms}): {len(plan.cells)} cells, each change's "
             "beside the cell it is compared with"
         )
-        for ask in allotment.chosen:
-            if ask.change.run_id == plan.confirms and ask.change.suite == plan.suite.name:
-                lines.append(f"    {_change_text(ask.change)}")
+        mine = [a for a in allotment.chosen if a.change.run_id == plan.confirms]
+        for cell, asks in _by_cell(mine).items():
+            lines.append(f"    {cell}: {_changes_text(asks)}")
+    left: dict[str, list[Ask[Candidate]]] = defaultdict(list)
     for ask in allotment.left:
+        left[ask.change.suite].append(ask)
+    for suite, asks in left.items():
         lines.append(
-            f"  left out, the share is spent: {_change_text(ask.change)}: the night's own "
-            "test stands"
+            f"  left out, the share is spent: {_count(asks)} in {len(_by_cell(asks))} cells of "
+            f"{suite}, the largest {asks[0].change.cell_label} {_change_text(asks[0].change)}: "
+            "the night's own tests stand"
         )
     return lines
+
+
+def _by_cell(asks: list[Ask[Candidate]]) -> dict[str, list[Ask[Candidate]]]:
+    """The asks by their cell, largest change over its floor first."""
+    out: dict[str, list[Ask[Candidate]]] = defaultdict(list)
+    for ask in asks:
+        out[ask.change.cell_label].append(ask)
+    return out
+
+
+def _count(asks: list[Ask[Candidate]]) -> str:
+    return f"{len(asks)} change" + ("s" if len(asks) != 1 else "")
+
+
+def _changes_text(asks: list[Ask[Candidate]]) -> str:
+    """The cell's changes, the three largest over their floor named."""
+    shown = "; ".join(_change_text(ask.change) for ask in asks[:3])
+    more = f"; {len(asks) - 3} more" if len(asks) > 3 else ""
+    return f"{_count(asks)}: {shown}{more}"
 
 
 def _change_text(candidate: Candidate) -> str:
     change = candidate.change
     decided = f"p {change.p_value:.3f}" if change.p_value < 1 else "repeats not apart"
     return (
-        f"{candidate.label}: {change.change:+.1%} the night (noise floor {change.noise:.1%}, "
-        f"{decided})"
+        f"{candidate.metric} {change.change:+.1%} the night (floor {change.noise:.1%}, {decided})"
     )
 
 
