@@ -30,8 +30,9 @@ def test_the_nightly_with_its_explain_repeats_fits_its_hour(harness_env: dict[st
     # most 6:00 (docs/dashboard.md, "Confirmation before an alarm"), and the plan says it.
     (line,) = [line for line in done.stdout.splitlines() if "then confirming runs" in line]
     assert line.startswith("  then confirming runs (harness history confirm): up to 6:00"), line
+    assert len(line) <= 100, line
     if seconds > 3600 - 360:
-        left = line.rpartition("this plan leaves them ")[2]
+        left = line.rpartition("this plan leaves ")[2]
         assert seconds + _seconds(left) == 3600, line
 
 

@@ -35,7 +35,7 @@ def confirm_line(plans: Sequence[Plan]) -> str:
         f"{CONFIRM_SHARE:.0%} of the hour"
     )
     if left < share:
-        line += f"; this plan leaves them {clock(max(0.0, left))}"
+        line += f"; this plan leaves {clock(max(0.0, left))}"
     return line
 
 
