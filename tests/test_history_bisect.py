@@ -491,3 +491,26 @@ def test_a_series_not_regressed_in_the_event_or_an_event_without_regression_is_o
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert f"event {event} has no regression to bisect" in err
     assert not (Path(harness_env["HARNESS_RESULTS"]) / "bisect").exists()
+
+
+@pytest.mark.unit
+def test_runs_of_an_older_harness_of_a_suite_of_this_repository_bisect_the_harness_commits(
+    tmp_path: Path, harness_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without suite_source, a suite of this repository (the workloads folder's sleepy) was
+    measured at the harness's commit: the command names the suite and those commits."""
+    commits = [f"{n:x}" * 40 for n in range(1, 7)]
+    flat, fallen = {("none", 64): 1000.0}, {("none", 64): 600.0}
+    dirs = sourced_nights(tmp_path / "runs", tmp_path / "x", commits, [flat] * 4 + [fallen] * 2)
+    for folder, commit in zip(dirs, reversed(commits), strict=True):
+        doc = json.loads((folder / "run.json").read_text())
+        del doc["suite_source"]
+        doc |= {"suite": "sleepy", "git": {"commit": commit, "dirty": False}}
+        (folder / "run.json").write_text(json.dumps(doc))
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    imported(url, dirs, capsys)
+    site = tmp_path / "site"
+    code, _, err = harness(["dashboard", "--db", url, "--out", str(site)], capsys)
+    assert code == 0, err
+    args = bisect_args(commands_in(site / "index.html")[0])
+    assert (args.suite, args.good, args.bad) == ("sleepy", commits[2], commits[1])
