@@ -94,7 +94,8 @@ def test_bisect_names_the_commit_that_adds_work_per_op(
     folder = Path(doc["folder"])
     assert json.loads((folder / "bisect.json").read_text())["first_bad"] == hashes[5]
     assert not (folder / "worktrees").exists() and not (folder / "cache").exists()
-    assert list((folder / "steps").glob("*.json"))
+    saved = {json.loads(f.read_text())["rounds"] for f in (folder / "steps").glob("step*.json")}
+    assert saved == {s["rounds"] for s in doc["steps"]}  # every round of each step is kept
     builds_reuse_two_slots(folder, doc)
 
 
@@ -112,6 +113,20 @@ def builds_reuse_two_slots(folder: Path, doc: dict) -> None:
     assert counts["good"][0] == 1
     assert counts["candidate"] == list(range(2, 2 + len(counts["candidate"])))
     assert len(counts["candidate"]) == 1 + len(doc["steps"])  # the bad end's and the steps'
+
+
+def test_a_step_adds_the_rounds_it_needs_and_keeps_them(
+    tmp_path: Path, harness_env: dict[str, str]
+) -> None:
+    """3 rounds cannot give a paired p < 0.05 (2 / 2^3): the ends and the step are undecided
+    at 3 and take 3 more, which the steps/ files keep."""
+    repo = tmp_path / "repo"
+    hashes = make_repo(repo, [BASE_WORK, SLOW, SLOW])
+    doc = bisect(repo, hashes[0], hashes[-1], harness_env, "--rounds", "3", "--max-rounds", "6")
+    assert doc["first_bad"] == hashes[1], doc["stderr"]
+    assert doc["range"]["rounds"] == 6 and [s["rounds"] for s in doc["steps"]] == [6]
+    files = sorted((Path(doc["folder"]) / "steps").glob("*.json"))
+    assert [json.loads(f.read_text())["rounds"] for f in files] == [6, 6]
 
 
 def test_a_flat_range_has_no_regression(tmp_path: Path, harness_env: dict[str, str]) -> None:

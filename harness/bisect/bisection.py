@@ -188,7 +188,8 @@ class Bisection:
     def _duet(self, a: Suite, b: Suite, cell: Cell, commit: str, name: str) -> Duet:
         duet = Duet(cell, self.metric)
         add_rounds(duet, a, b, self.request.rounds, self.request.timing, self.stop)
-        duet.save(self.workspace.folder / "steps" / f"{name}-{commit[:12]}.json")
+        self.duet_file = self.workspace.folder / "steps" / f"{name}-{commit[:12]}.json"
+        duet.save(self.duet_file)
         return duet
 
     def _settle(
@@ -209,6 +210,7 @@ class Bisection:
             more = min(max(self.request.rounds, wanted), max(duet.rounds, 1), bound - duet.rounds)
             add_rounds(duet, a, b, more, self.request.timing, self.stop)
             verdict = judge(duet.figures())
+        duet.save(self.duet_file)  # with the rounds added
         if verdict != search.UNDECIDED:
             needed = None
         return verdict, needed
