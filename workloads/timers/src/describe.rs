@@ -37,6 +37,16 @@ pub fn describe() -> Json {
         &specs(),
         metrics,
     );
+    for (entry, strategy) in d["strategies"]
+        .as_array_mut()
+        .expect("describe's strategies are a list")
+        .iter_mut()
+        .zip(StrategyKind::ALL)
+    {
+        if let Some(twin) = strategy.twin() {
+            entry["compare_with"] = json!(twin.name());
+        }
+    }
     d["needs"] = needs();
     d
 }
@@ -62,5 +72,17 @@ mod tests {
         assert_eq!(d["params"].as_array().unwrap().len(), specs().len());
         assert_eq!(d["scenarios"].as_array().unwrap().len(), SCENARIOS.len());
         assert_eq!(d["default_scenario"], "steady");
+    }
+
+    #[test]
+    fn the_scylla_driver_is_compared_with_itself_without_its_timeout() {
+        let d = describe();
+        let twins: Vec<(&str, &str)> = d["strategies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| Some((s["name"].as_str()?, s.get("compare_with")?.as_str()?)))
+            .collect();
+        assert_eq!(twins, [("scylla-driver", "scylla-driver-no-timeout")]);
     }
 }

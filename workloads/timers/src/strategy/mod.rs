@@ -148,6 +148,17 @@ impl StrategyKind {
         )
     }
 
+    /// The strategy it is compared with instead of the baseline (`compare_with` in
+    /// `describe`): the same client without the feature under test. `none` is another client
+    /// than the real driver, so the driver with its timeout is compared with the driver
+    /// without one.
+    pub fn twin(self) -> Option<StrategyKind> {
+        match self {
+            StrategyKind::ScyllaDriver => Some(StrategyKind::ScyllaDriverNoTimeout),
+            _ => None,
+        }
+    }
+
     /// Builds the client runtime the strategy runs on.
     pub fn build_runtime(self, threads: usize) -> Result<tokio::runtime::Runtime, String> {
         let mut builder = tokio::runtime::Builder::new_multi_thread();
