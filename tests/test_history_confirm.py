@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import rundocs
-from conftest import run_harness, runs_dir
+from conftest import run_harness, runs_dir, start_harness
 
 from harness.stats import summarize_cell
 
@@ -188,3 +191,31 @@ def test_a_confirming_run_of_a_run_the_history_lacks_is_refused_by_name(
         f"harness: refused: {folder}/run.json: it confirms run 20250101T000000Z-nosuch, which "
         "the history does not have on this run's machine (import that run first)\n"
     )
+
+
+def test_an_interrupted_confirmation_decides_nothing_and_is_run_again(
+    harness_env: dict[str, str], tmp_path: Path
+) -> None:
+    """SIGINT during the confirming run's first repeat: exit 130, its run.json says
+    interrupted, the history keeps none of its repeats and the night's own verdict stands (no
+    event); the next confirm plans the change again."""
+    _nights(harness_env, [2500.0] * NIGHTS, [2000.0, 1990.0, 2010.0, 2005.0, 2510.0])
+    window = tmp_path / "window"
+    proc = start_harness(
+        ["history", "confirm", "--budget-s", BUDGET_S],
+        {**harness_env, "SLEEPY_WINDOW": str(window)},
+        stdout=subprocess.PIPE,
+    )
+    end = time.monotonic() + 120
+    while not window.exists() and time.monotonic() < end:  # the first repeat's window began
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "no confirming repeats (its run did not complete): the night's test: no event" in out
+    assert _confirming_run(harness_env)["status"] == "interrupted"
+    code, found = _regressions(harness_env)
+    assert code == 0 and found == [], found
+    again = run_harness(["history", "confirm", "--plan", "--budget-s", BUDGET_S], harness_env)
+    assert "confirm plan: 1 change past the noise floor" in again.stdout, again.stdout

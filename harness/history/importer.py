@@ -32,6 +32,8 @@ from harness.rundoc.model import RunDoc
 from harness.stats import flatten_metrics, params_key
 
 Outcome = Literal["imported", "updated", "unchanged", "skipped"]
+# The statuses of a confirming run whose repeats decide (events.MEASURED, which imports this).
+CONFIRMING = ("complete", "partial")
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,8 @@ def _write_confirmation(conn: Connection, doc: RunDoc, file: Path, digest: str) 
         conn.execute(
             delete(confirming_samples).where(confirming_samples.c.confirmation_id == confirmation)
         )
-    ids = _series_ids(conn, doc, machine_id)
+    # An interrupted or failed confirming run is recorded as tried, its repeats not at all.
+    ids = _series_ids(conn, doc, machine_id) if doc.status in CONFIRMING else {}
     rows = [
         {"confirmation_id": confirmation, "series_id": series_id, "repeat": i + 1, "value": value}
         for series_id, values in _repeats(doc, ids).items()
