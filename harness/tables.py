@@ -49,7 +49,7 @@ from harness.format.numbers import (
     join_range,
     percent,
 )
-from harness.format.twins import TWIN_MARK, VsColumn, missing_twins, vs_column
+from harness.format.twins import TWIN_MARK, VsColumn, missing_twins, twin_clause, vs_column
 from harness.probes import bpfstats, registry
 from harness.probes.overhead_pairs import explain_footer, overhead_cpu_shares, paired_text
 from harness.rundoc.jsonfile import as_json
@@ -289,17 +289,21 @@ def _failure_lines(cells: Sequence[Cell], params: Sequence[str]) -> list[Text]:
 
 
 def _legend(
-    summaries: Sequence[Mapping[str, Any]], metric: str | None, labels: Mapping[str, str]
+    summaries: Sequence[Mapping[str, Any]],
+    metric: str | None,
+    labels: Mapping[str, str],
+    twins: str = "",
 ) -> Text:
+    """What the figures are; `twins`: the ratio's clause on twins (format/twins.py)."""
     text = Text(
         "median of the repeats [95% interval of the median, from order statistics]",
         style="dim",
     )
     if metric is not None:
         text.append(
-            f"; vs: ratio of {printable(labels.get(metric, metric))} medians to the baseline "
-            f"(to the strategy's twin where marked {TWIN_MARK}) [95% bootstrap interval]; "
-            "* Mann-Whitney U two-sided p < 0.05 (green better, red worse)",
+            f"; vs: ratio of {printable(labels.get(metric, metric))} medians to the "
+            f"baseline{twins} [95% bootstrap interval]; * Mann-Whitney U two-sided p < 0.05 "
+            "(green better, red worse)",
             style="dim",
         )
     short = sorted(
@@ -493,4 +497,4 @@ def print_run(run: RunDoc, console: Console, wide: bool = False) -> None:
     explain = explain_footer(doc)
     if explain is not None:
         console.print(Text(explain, style="dim"))
-    console.print(_legend(summaries, metric, labels))
+    console.print(_legend(summaries, metric, labels, twin_clause(run)))

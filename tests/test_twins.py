@@ -168,6 +168,7 @@ def test_the_table_compares_the_driver_with_its_twin(twinned: tuple[str, Path]) 
     assert "0.20x *" in bare and "\N{DAGGER}" not in bare, table
     assert line_with(table, " none ", "k [").rstrip().endswith("baseline")
     assert "\N{DAGGER} against its twin, not none: driver vs driver-bare" in table
+    assert "to the baseline (to the strategy's twin where marked \N{DAGGER})" in table  # legend
     assert "is compared with none, not" not in table
 
 
@@ -197,6 +198,7 @@ def test_the_table_and_the_summary_say_when_the_twin_is_not_in_the_run(
         "has no driver-bare cells (--strategies driver,driver-bare,...)"
     )
     assert note in table.replace("\n", " ")
+    assert "twin where marked" not in table  # no row is, so the legend does not say it
     summary = ascii_text((run_dir / "summary.md").read_text())
     assert "- `driver`: 0.19x the ops/s of `none` [95% CI" in summary
     assert "> note: driver is compared with none, not compared with its twin" in summary

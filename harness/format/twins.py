@@ -57,10 +57,19 @@ def vs_column(run: RunDoc, group: Sequence[Cell]) -> VsColumn | None:
     return VsColumn(baseline, baseline in present, against)
 
 
+def twin_clause(run: RunDoc) -> str:
+    """` (to the strategy's twin where marked †)` for a legend's ratio, when some cell of the
+    run is compared with its twin; else nothing."""
+    baseline = run.config.baseline
+    if all(run.baseline_of(cell) in (None, baseline) for cell in run.cells):
+        return ""
+    return f" (to the strategy's twin where marked {TWIN_MARK})"
+
+
 def missing_twins(run: RunDoc) -> list[str]:
     """A line per strategy of the run whose twin it did not run, compared with the baseline
-    instead: `driver is compared with none, not its twin driver-bare: the run has no
-    driver-bare cells`."""
+    instead: `driver is compared with none, not compared with its twin driver-bare: the run
+    has no driver-bare cells (...)`."""
     strategies = set(run.config.strategies)
     twins: Mapping[str, str] = run.config.compare_with or {}
     baseline = run.config.baseline

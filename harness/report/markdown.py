@@ -18,7 +18,7 @@ from harness.format.cpu_notes import cpu_notes
 from harness.format.figures import p_text, ratio_texts, summary_texts
 from harness.format.names import printable
 from harness.format.numbers import DASH
-from harness.format.twins import TWIN_MARK, missing_twins, vs_column
+from harness.format.twins import TWIN_MARK, missing_twins, twin_clause, vs_column
 from harness.report import data
 from harness.report.data import Code, Facts, Finding, write_page
 from harness.rundoc.files import run_file
@@ -186,8 +186,8 @@ class Summary(Facts):
         if self.metric and self.baseline:
             parts.append(
                 f"vs {self.baseline}: ratio of {self.label(self.metric)} medians to the baseline "
-                f"at the same params (to the strategy's twin where marked {TWIN_MARK}) [95% "
-                "bootstrap interval]; * two-sided Mann-Whitney U p < 0.05"
+                f"at the same params{twin_clause(self.run)} [95% bootstrap interval]; * "
+                "two-sided Mann-Whitney U p < 0.05"
             )
         parts.append("mutex share: lock-related frames in the client's on-CPU samples")
         ns = sorted({len(c.repeats) for c in self.cells})

@@ -10,7 +10,7 @@ from harness.format.cells import by_scenario, param_text, varying_params
 from harness.format.figures import p_text, value_text
 from harness.format.notes import notes, probe_notes
 from harness.format.numbers import DASH
-from harness.format.twins import TWIN_MARK, missing_twins, vs_column
+from harness.format.twins import TWIN_MARK, missing_twins, twin_clause, vs_column
 from harness.report import data
 from harness.report.sections.context import Context
 from harness.report.sections.markup import esc, figure_cell, inline, ratio_cell, runs_cell
@@ -40,8 +40,8 @@ def legend(page: Context) -> str:
     if page.metric is not None:
         text += (
             f" vs {page.baseline}: ratio of {page.label(page.metric)} medians to the "
-            f"baseline's at the same scenario and params (to the strategy's twin's where "
-            f"marked {TWIN_MARK}) [95% bootstrap interval];"
+            f"baseline's at the same scenario and params{twin_clause(page.run)} [95% "
+            "bootstrap interval];"
             " * Mann-Whitney U two-sided p < 0.05 (green better, red worse)."
         )
     text += " mutex share: lock-related frames in the client's on-CPU samples."
