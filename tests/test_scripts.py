@@ -153,6 +153,7 @@ def test_bench_detection_with_few_seeds(tmp_path: Path) -> None:
     "args",
     [
         ["3", "--suite", "timers"],
+        ["3", "--only-recorded"],
         ["3", "--recorded"],
         ["3", "--recorded", "{tmp}/empty"],
         ["3", "--recorded", "{tmp}/none.sqlite"],
