@@ -9,8 +9,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from harness.history.detection import RunFigures, newest_changes, provisional
+from harness.history.detection import (
+    RunFigures,
+    confirming_needed,
+    newest_changes,
+    provisional,
+)
 from harness.history.synthetic import runs_from_levels
+from harness.run.confirming import Ask, allot
 
 pytestmark = pytest.mark.unit
 
@@ -54,3 +60,19 @@ def test_confirming_repeats_at_the_old_level_drop_the_change() -> None:
     # Confirming repeats on the other side of the good run do not make a change either.
     other = [*runs[:-1], dataclasses.replace(runs[-1], confirming=[120.0] * 20)]
     assert not any(c.index == 20 for c in newest_changes(other, 17))
+
+
+def test_a_night_of_3_repeats_needs_6_confirming_ones_and_gets_them() -> None:
+    """3 good repeats against 3 + 5 pooled cannot reach alpha (p 0.012 at best), 3 + 6 can."""
+    assert [confirming_needed(n) for n in (2, 3, 4, 5)] == [17, 6, 2, 0]
+    runs = runs_from_levels(np.full(20, 100.0), np.random.default_rng(7), repeats=3)
+    night = RunFigures(92.0, [92.0, 91.5, 92.5])
+    for more, held in ((5, False), (6, True)):
+        confirmed = [*runs, dataclasses.replace(night, confirming=[92.1] * more)]
+        assert any(c.index == 20 for c in newest_changes(confirmed, 17)) is held, more
+    three = Ask("three", "run", (("a", "s", "{}"),), 1.0, 6)
+    five = Ask("five", "run", (("b", "s", "{}"),), 1.0)
+    allotted = allot([three, five], budget_s=6.0)  # both at 6 repeats would take 12 s
+    assert (allotted.chosen, allotted.repeats) == ([three], 6)
+    allotted = allot([three, five], budget_s=5.0)  # 6 repeats of 1 s do not fit 5 s
+    assert (allotted.chosen, allotted.repeats) == ([five], 5)

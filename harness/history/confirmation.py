@@ -35,6 +35,7 @@ class Candidate:
     params: dict[str, Any]
     metric: str
     change: Change
+    repeats: int  # the night's repeats of the series
 
     @property
     def score(self) -> float:
@@ -80,7 +81,8 @@ def candidates(conn: Connection, machine_id: int) -> list[Candidate]:
                 continue
             change = provisional([figure for _, figure in ordered])
             if change is not None:
-                found.append(_candidate(conn, series_id, newest.id, change))
+                repeats = len(ordered[-1][1].samples)
+                found.append(_candidate(conn, series_id, newest.id, change, repeats))
     return sorted(found, key=lambda c: -c.score)
 
 
@@ -91,7 +93,9 @@ def _confirmed(conn: Connection, run_pk: int) -> bool:
     return conn.execute(query).first() is not None
 
 
-def _candidate(conn: Connection, series_id: int, run_pk: int, change: Change) -> Candidate:
+def _candidate(
+    conn: Connection, series_id: int, run_pk: int, change: Change, repeats: int
+) -> Candidate:
     row = conn.execute(
         select(
             series.c.suite,
@@ -119,6 +123,7 @@ def _candidate(conn: Connection, series_id: int, run_pk: int, change: Change) ->
         params=json.loads(row.params),
         metric=row.metric,
         change=change,
+        repeats=repeats,
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,6 +28,7 @@ ALPHA = 0.01
 MIN_NOISE = 0.01
 NOISE_RUNS = 30
 CONFIRM_RUNS = 3
+MAX_CONFIRMING = 40
 
 Method = str  # "newest" | "edivisive"
 
@@ -171,6 +173,19 @@ def _moved(base: RunFigures, new: RunFigures, noise: float) -> float | None:
         return None
     p = mann_whitney_p(base.samples, new.samples)
     return p if p < ALPHA else None
+
+
+@cache
+def confirming_needed(repeats: int) -> int | None:
+    """The fewest confirming repeats with which a night of `repeats` repeats, pooled with
+    them, can be apart from a good run of as many at ALPHA (every pooled repeat past every
+    good one); None when none up to MAX_CONFIRMING can."""
+    base = [float(i) for i in range(repeats)]
+    for more in range(MAX_CONFIRMING + 1):
+        pooled = [1e6 + i for i in range(repeats + more)]
+        if repeats >= 2 and mann_whitney_p(base, pooled) < ALPHA:
+            return more
+    return None
 
 
 def _held(base: RunFigures, new: RunFigures, noise: float) -> float | None:

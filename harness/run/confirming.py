@@ -39,6 +39,8 @@ class Ask(Generic[T]):
     run: Hashable
     cells: tuple[CellKey, ...]
     step_s: float
+    min_repeats: int = CONFIRM_MIN_REPEATS
+    """The fewest repeats that can decide it (more when its night had fewer than 5)."""
 
 
 @dataclass(frozen=True)
@@ -50,21 +52,25 @@ class Allotment(Generic[T]):
 
 
 def allot(asks: Sequence[Ask[T]], budget_s: float) -> Allotment[T]:
-    """The asks, in their order, that fit `budget_s` at CONFIRM_MIN_REPEATS a cell (a cell
-    shared by two changes runs once), and the repeats every chosen cell then gets: as many
-    as fit, at most CONFIRM_MAX_REPEATS."""
+    """The asks, in their order, that fit `budget_s` at the most of their min_repeats a cell
+    (a cell shared by two changes runs once), and the repeats every chosen cell then gets:
+    as many as fit, at most CONFIRM_MAX_REPEATS (an ask that needs more is left out)."""
     cells: dict[tuple[Hashable, CellKey], float] = {}
     chosen: list[Ask[T]] = []
     left: list[Ask[T]] = []
+    least = CONFIRM_MIN_REPEATS
     for ask in asks:
         more = {(ask.run, cell): ask.step_s for cell in ask.cells}
-        if CONFIRM_MIN_REPEATS * sum((cells | more).values()) <= budget_s:
+        need = max(least, ask.min_repeats)
+        if need <= CONFIRM_MAX_REPEATS and need * sum((cells | more).values()) <= budget_s:
             cells |= more
             chosen.append(ask)
+            least = need
         else:
             left.append(ask)
     round_s = sum(cells.values())
-    repeats = min(CONFIRM_MAX_REPEATS, math.floor(budget_s / round_s)) if round_s else 0
+    fit = min(CONFIRM_MAX_REPEATS, math.floor(budget_s / round_s)) if round_s else 0
+    repeats = max(least, fit) if chosen else 0
     return Allotment(chosen, left, repeats, repeats * round_s)
 
 

@@ -23,6 +23,7 @@ from harness.errors import BadInput
 from harness.history import events
 from harness.history.confirmation import Candidate, Verdict, candidates, verdicts
 from harness.history.db import connect, database_errors
+from harness.history.detection import confirming_needed
 from harness.history.fingerprint import fingerprint
 from harness.history.importer import import_run
 from harness.history.schema import machines
@@ -30,7 +31,13 @@ from harness.hostinfo import collect_host
 from harness.paths import lock_path, results_root, suites_path, workloads_root
 from harness.run.confirming import Allotment, Ask, allot, cell_key, confirming_plan
 from harness.run.estimate import clock, startup_of
-from harness.run.nightly import CONFIRM_SHARE, HOUR_S, confirm_share_s
+from harness.run.nightly import (
+    CONFIRM_MAX_REPEATS,
+    CONFIRM_MIN_REPEATS,
+    CONFIRM_SHARE,
+    HOUR_S,
+    confirm_share_s,
+)
 from harness.run.plan import STARTUP_ESTIMATE_S, Plan
 from harness.run.preflight import preflight
 from harness.rundoc.jsonfile import RunLoadError, load_run
@@ -148,7 +155,10 @@ def _plans(found: list[Candidate], budget_s: float) -> tuple[list[Plan], Allotme
         startup = startup_of(night, cpus)
         step_s = night.config.warmup_s + night.config.duration_s + (startup or STARTUP_ESTIMATE_S)
         cells = (own, base) if base != own and base in recorded else (own,)
-        asks.append(Ask(candidate, candidate.run_dir, cells, step_s))
+        # A night of fewer than 5 repeats needs more confirming ones to be apart at alpha.
+        needed = confirming_needed(candidate.repeats)
+        least = CONFIRM_MAX_REPEATS + 1 if needed is None else max(CONFIRM_MIN_REPEATS, needed)
+        asks.append(Ask(candidate, candidate.run_dir, cells, step_s, least))
     allotment = allot(asks, budget_s)
     by_run: dict[str, list[Ask[Candidate]]] = defaultdict(list)
     for ask in allotment.chosen:
@@ -209,7 +219,8 @@ def _plan_lines(plans: list[Plan], allotment: Allotment[Candidate], budget_s: fl
         left[ask.change.suite].append(ask)
     for suite, asks in left.items():
         lines.append(
-            f"  left out, the share is spent: {_count(asks)} in {len(_by_cell(asks))} cells of "
+            f"  left out (the share spent, or more than {CONFIRM_MAX_REPEATS} confirming repeats "
+            f"needed): {_count(asks)} in {len(_by_cell(asks))} cells of "
             f"{suite}, the largest {asks[0].change.cell_label} {_change_text(asks[0].change)}: "
             "the night's own tests stand"
         )
