@@ -27,6 +27,7 @@ RUN_KEYS = {
     "comparisons",
     "plots",
     "owner",
+    "suite_source",
 }
 
 

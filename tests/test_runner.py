@@ -76,7 +76,9 @@ def test_sweep_runs_every_cell_interleaved_and_json_is_pure(harness_env: dict[st
         ("fast", {"rate": 300}),
     ]
     for cell in doc["cells"]:
-        assert set(cell) == CELL_KEYS
+        # The cell it is compared with; the baseline's own cell has none.
+        assert set(cell) - {"baseline"} == CELL_KEYS
+        assert cell.get("baseline") == (None if cell["strategy"] == "slow" else "slow")
         assert len(cell["repeats"]) == 2 and cell["failures"] == []
         assert cell["resolved_params"]["rate"] == cell["params"]["rate"]
         assert cell["resolved_params"]["mode"] == "plain"
