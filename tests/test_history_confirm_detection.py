@@ -76,3 +76,17 @@ def test_a_night_of_3_repeats_needs_6_confirming_ones_and_gets_them() -> None:
     assert (allotted.chosen, allotted.repeats) == ([three], 6)
     allotted = allot([three, five], budget_s=5.0)  # 6 repeats of 1 s do not fit 5 s
     assert (allotted.chosen, allotted.repeats) == ([five], 5)
+
+
+def test_a_dropped_night_is_not_the_next_nights_reference() -> None:
+    # A one-night spike (-20%) that its confirming run drops; the next night is back at 100.
+    spike = [80.1, 79.6, 80.4, 80.0, 79.8]
+    runs = _flat_then(spike)
+    dropped = dataclasses.replace(runs[-1], confirming=[100.2, 99.7, 100.1, 99.9, 100.4])
+    back = [100.3, 99.8, 100.2, 99.6, 100.0]
+    after = [*runs[:-1], dropped, RunFigures(float(np.median(back)), back)]
+    assert not any(c.index in (20, 21) for c in newest_changes(after, 17))
+    assert provisional(after) is None
+    # Judged against the spike, the return would be a change of +25%.
+    spike_run = RunFigures(float(np.median(spike)), spike)
+    assert {c.index for c in newest_changes([spike_run, after[-1]], 1)} == {1}

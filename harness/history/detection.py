@@ -154,7 +154,9 @@ def _judged(runs: Sequence[RunFigures], first: int) -> Iterator[_Judged]:
         if past and run.confirming:
             p = _held(runs[good], run, noise)
         yield _Judged(index, good, noise, past, p)
-        if p is None:
+        # A move its confirming run dropped was the night's, not the code's: the next night is
+        # judged against the good run before it, or its return to the old level would alarm.
+        if p is None and not (past and run.confirming):
             good = index
         else:
             last_change = index
