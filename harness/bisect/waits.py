@@ -7,7 +7,6 @@ thresholds are those of a run's findings (harness/report/mechanism.py)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -20,11 +19,10 @@ from harness.probes.kinds.futex import top_stacks
 from harness.report.data import Facts
 from harness.report.mechanism import (
     MIN_FUTEX_WAITS,
-    MIN_PAIR_WAKEUPS,
     explain_values,
     grew,
+    grown_pair,
     pair_counts,
-    pair_rate,
     ratio_clause,
 )
 from harness.rundoc.jsonfile import as_json
@@ -111,20 +109,10 @@ def clauses(good: Side, bad: Side) -> tuple[list[str], list[str]]:
 
 def _pair(good: Side, bad: Side) -> str | None:
     """`most of the extra wake-ups: A threads waking B threads, 0.02 per op vs 0 (...)`."""
-    slow = pair_counts(bad.facts, bad.cell)
-    fast = pair_counts(good.facts, good.cell)
-    totals: Counter[tuple[str, str]] = sum((pairs for pairs, _ in slow), Counter())
-    growth = {
-        pair: float(np.median(pair_rate(slow, pair)) - np.median(pair_rate(fast, pair) or [0.0]))
-        for pair, total in totals.items()
-        if total >= MIN_PAIR_WAKEUPS
-    }
-    if not growth or max(growth.values()) <= 0:
+    grown = grown_pair(pair_counts(bad.facts, bad.cell), pair_counts(good.facts, good.cell))
+    if grown is None:
         return None
-    pair = min(growth, key=lambda p: (-growth[p], p))
-    before, after = pair_rate(fast, pair), pair_rate(slow, pair)
-    if not before:
-        return None
+    pair, before, after = grown
     more = grew(before, after) if min(len(before), len(after)) >= 2 else None
     if more is None:
         return None

@@ -184,6 +184,23 @@ def pair_rate(repeats: PairCounts, pair: tuple[str, str]) -> Values:
     return [pairs[pair] / ops for pairs, ops in repeats]
 
 
+def grown_pair(slow: PairCounts, fast: PairCounts) -> tuple[tuple[str, str], Values, Values] | None:
+    """The (waker, wakee) pair whose wake-ups per op grew most from `fast` to `slow` (of those
+    with MIN_PAIR_WAKEUPS at least), with its rates before and after; None when none grew or
+    `fast` has no off-wake stacks to compare with."""
+    totals: Counter[tuple[str, str]] = sum((pairs for pairs, _ in slow), Counter())
+    growth = {
+        pair: float(np.median(pair_rate(slow, pair)) - np.median(pair_rate(fast, pair) or [0.0]))
+        for pair, total in totals.items()
+        if total >= MIN_PAIR_WAKEUPS
+    }
+    if not growth or max(growth.values()) <= 0:
+        return None
+    pair = min(growth, key=lambda p: (-growth[p], p))
+    before, after = pair_rate(fast, pair), pair_rate(slow, pair)
+    return (pair, before, after) if before else None
+
+
 # ---------------------------------------------------------------------------------------------
 # The rules
 
@@ -197,19 +214,10 @@ def wakeups_rule(c: Contrast) -> Finding | None:
         f"the client's threads are woken {human(entry['candidate_median'])} times per op vs "
         f"{human(entry['baseline_median'])} ({ratio_clause(entry)})"
     )
-    slow, fast = pair_counts(c.facts, c.slow), pair_counts(c.facts, c.fast)
-    totals: Counter[tuple[str, str]] = sum((pairs for pairs, _ in slow), Counter())
-    growth = {
-        pair: float(np.median(pair_rate(slow, pair)) - np.median(pair_rate(fast, pair) or [0.0]))
-        for pair, total in totals.items()
-        if total >= MIN_PAIR_WAKEUPS
-    }
-    if not growth or max(growth.values()) <= 0:
+    grown = grown_pair(pair_counts(c.facts, c.slow), pair_counts(c.facts, c.fast))
+    if grown is None:
         return out
-    pair = min(growth, key=lambda p: (-growth[p], p))
-    before, after = pair_rate(fast, pair), pair_rate(slow, pair)
-    if not before:
-        return out  # the other cell has no off-wake stacks to compare with
+    pair, before, after = grown
     if min(len(before), len(after)) >= 2:
         more = grew(before, after)
         if more is None:
