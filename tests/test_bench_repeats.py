@@ -85,6 +85,23 @@ def test_the_extra_repeats_are_taken_back_until_the_plan_fits() -> None:
     assert over > 0
 
 
+def test_a_plan_over_its_share_gives_back_the_repeats_that_buy_nothing() -> None:
+    """No extra repeats left to take back: the suite whose noise is between nights goes down
+    to QUIET_REPEATS (more repeats a night do not lower its figure) before the plan is over;
+    a suite of within-run noise keeps its repeats."""
+    plans = _plans()[1:]  # "noisy" (given BETWEEN here) and "new"
+    figures = {"noisy": _figure(BETWEEN)}
+    budget = sum(planned_s(p) for p in plans) - planned_s(replace(plans[0], repeats=1))
+    out, allotted, over = allot_repeats(plans, figures, budget_s=budget)
+    got = {a.suite: a for a in allotted}
+    assert over == 0 and sum(planned_s(p) for p in out) <= budget
+    assert got["noisy"].repeats == 4 and "to fit the bench's" in got["noisy"].why, got
+    assert got["new"].repeats == 5
+    # Never below QUIET_REPEATS: past that the plan says it is over.
+    _, allotted, over = allot_repeats(plans, figures, budget_s=60)
+    assert over > 0 and {a.suite: a.repeats for a in allotted}["noisy"] == QUIET_REPEATS
+
+
 def test_bench_plan_gives_a_noisy_suite_more_repeats_and_says_why(
     harness_env: dict[str, str],
 ) -> None:

@@ -12,7 +12,10 @@ smallest step the detector flags in 80% of series with that noise (POWER in powe
   confirm), whose repeats are pooled with the night's;
 - else, and without a history of the suite here: its [bench] repeats.
 The extra repeats are then taken back, a repeat at a time from the suite whose repeat costs
-most, until the plan fits the bench's share; a plan that still does not fit says by how much.
+most, until the plan fits the bench's share; then, if it still does not fit, the repeats that
+buy nothing: those of a suite whose noise is between nights, down to QUIET_REPEATS (its
+night's moves decided by the confirming runs, as a quiet suite's). A plan that still does not
+fit says by how much.
 """
 
 from __future__ import annotations
@@ -48,19 +51,21 @@ def allot_repeats(
 ) -> tuple[list[Plan], list[Allotted], float]:
     """The plans with their repeats, what each suite got and why, and the seconds the plan
     is over `budget_s` (0 when it fits)."""
-    chosen: dict[str, tuple[int, str]] = {}
+    chosen: dict[str, tuple[int, str, bool]] = {}
     for plan in plans:
         figure = figures.get(plan.suite.name)
         chosen[plan.suite.name] = (
             _by_noise(plan.repeats, figure)
             if figure is not None
-            else (plan.repeats, "no history of it on this machine: its [bench] repeats")
+            else (plan.repeats, "no history of it on this machine: its [bench] repeats", False)
         )
     out = [replace(plan, repeats=chosen[plan.suite.name][0]) for plan in plans]
     base = {plan.suite.name: plan.repeats for plan in plans}
     trimmed: set[str] = set()
     while (total := sum(planned_s(p) for p in out)) > budget_s:
-        extra = [i for i, p in enumerate(out) if p.repeats > base[p.suite.name]]
+        extra = [i for i, p in enumerate(out) if p.repeats > base[p.suite.name]] or [
+            i for i, p in enumerate(out) if chosen[p.suite.name][2] and p.repeats > QUIET_REPEATS
+        ]
         if not extra:
             break
         i = max(extra, key=lambda j: planned_s(out[j]) / out[j].repeats)
@@ -76,32 +81,40 @@ def allot_repeats(
     return out, allotted, max(0.0, total - budget_s)
 
 
-def _by_noise(repeats: int, figure: Figure) -> tuple[int, str]:
+def _by_noise(repeats: int, figure: Figure) -> tuple[int, str, bool]:
+    """The repeats, why, and whether fewer would cost it nothing (noise between nights)."""
     night = figure(repeats, 1)
     if night is not None and night <= GOAL:
         later = figure(QUIET_REPEATS, 3) if repeats > QUIET_REPEATS else None
         if later is not None and later <= GOAL:
-            return QUIET_REPEATS, (
+            return (
+                QUIET_REPEATS,
                 f"quiet: {_pct(night)} the night at {repeats} repeats; at {QUIET_REPEATS}, "
                 f"{_pct(later)} within three nights, the night's moves decided by the "
-                "confirming runs"
+                "confirming runs",
+                False,
             )
-        return repeats, f"within the goal: {_pct(night)} the night at {repeats} repeats"
+        return repeats, f"within the goal: {_pct(night)} the night at {repeats} repeats", False
     for more in range(repeats + 1, MAX_REPEATS + 1):
         reached = figure(more, 1)
         if reached is not None and reached <= GOAL:
             return (
                 more,
                 f"noisy: {_pct(night)} the night at {repeats} repeats, {_pct(reached)} at {more}",
+                False,
             )
     most = figure(MAX_REPEATS, 1)
     if most is not None and (night is None or most <= GAIN * night):
-        return MAX_REPEATS, (
-            f"noisy: {_pct(night)} the night at {repeats} repeats, {_pct(most)} at {MAX_REPEATS}"
+        return (
+            MAX_REPEATS,
+            f"noisy: {_pct(night)} the night at {repeats} repeats, {_pct(most)} at {MAX_REPEATS}",
+            False,
         )
-    return repeats, (
+    return (
+        repeats,
         f"noisy: {_pct(night)} the night at {repeats} repeats and {_pct(most)} at "
-        f"{MAX_REPEATS}: its noise is between nights, more repeats a night do not help"
+        f"{MAX_REPEATS}: its noise is between nights, more repeats a night do not help",
+        True,
     )
 
 
