@@ -14,6 +14,7 @@ from typing import IO, Any
 import pytest
 from browser import require_browser, start_driver
 from collectorprocs import LineProcess
+from historydb import create_database, postgres_server
 from requirements import need, root_problem, tool_problem
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -183,3 +184,23 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A 2 MiB tmpfs, unmounted whatever the test did."""
     with mounted_tmpfs(tmp_path / "tmpfs", 2) as mount:
         yield mount
+
+
+# The history's database, both kinds: a PostgreSQL server a module, a database a test.
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("sqlite", marks=pytest.mark.unit),
+        pytest.param("postgresql", marks=pytest.mark.e2e),
+    ]
+)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'history.sqlite'}"
+    base: str = request.getfixturevalue("postgres")
+    return create_database(base, f"t_{abs(hash(str(tmp_path))) % 10**9}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from conftest import HARNESS
-from historydb import create_database, postgres_server
+from historydb import create_database
 from historyruns import harness, write_night
 from sqlalchemy import create_engine, func, select, text
 
@@ -31,25 +30,6 @@ from harness.history.schema import metadata, points, runs
 
 STEP_NIGHT = 12
 NIGHTS = 16
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
-    with postgres_server() as url:
-        yield url
-
-
-@pytest.fixture(
-    params=[
-        pytest.param("sqlite", marks=pytest.mark.unit),
-        pytest.param("postgresql", marks=pytest.mark.e2e),
-    ]
-)
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'history.sqlite'}"
-    base: str = request.getfixturevalue("postgres")
-    return create_database(base, f"t_{abs(hash(str(tmp_path))) % 10**9}")
 
 
 def stepped_history(root: Path) -> list[Path]:

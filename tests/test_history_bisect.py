@@ -11,7 +11,6 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ import numpy as np
 import pytest
 from bisectrepo import BASE_WORK, git, make_repo
 from conftest import HARNESS, run_harness
-from historydb import create_database, postgres_server
 from historyruns import harness, write_night
 from rundocs import cell, config, run
 from sqlalchemy import func, select
@@ -34,25 +32,6 @@ from harness.history.schema import event_bisections, events, series
 QUICK = ["--rounds", "6", "--max-rounds", "12", "--duration-s", "0.1", "--warmup-s", "0"]
 NO_WHY = ["--explain-repeats", "0"]
 SLOW = BASE_WORK * 10
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
-    with postgres_server() as url:
-        yield url
-
-
-@pytest.fixture(
-    params=[
-        pytest.param("sqlite", marks=pytest.mark.unit),
-        pytest.param("postgresql", marks=pytest.mark.e2e),
-    ]
-)
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'history.sqlite'}"
-    base: str = request.getfixturevalue("postgres")
-    return create_database(base, f"t_{abs(hash(str(tmp_path))) % 10**9}")
 
 
 def bisect_args(command: str) -> Any:
