@@ -30,7 +30,7 @@ VERBS = {
     "probe": "probe running processes for a few seconds",
     "compare": "compare two runs cell by cell",
     "report": "write a run's report.html and summary.md again",
-    "history": "the results history: import, list, regressions, ack, export, bisect",
+    "history": "the history: import, confirm, regressions, bisect, power, list, ack, export",
     "dashboard": "write the history's static dashboard (default: results/dashboard/)",
     "bisect": "find the commit that made one cell of a suite worse",
     "doctor": "check this machine for benchmarking",

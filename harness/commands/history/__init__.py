@@ -13,7 +13,7 @@ from harness.commands.parsing import FORMATTER, Commands, help_text
 def add_parser(commands: Commands) -> None:
     p = commands.add_parser(
         "history",
-        help="the results history: import, list, regressions, ack, export, bisect",
+        help="the history: import, confirm, regressions, bisect, power, list, ack, export",
         formatter_class=FORMATTER,
         description=help_text("""
             The history database holds every imported run's medians, intervals and repeats,
